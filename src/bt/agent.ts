@@ -1,0 +1,264 @@
+// One agent on one compiled tree: flat node state (statuses, slots), blackboard, RNG, and the tick.
+// Everything structural lives in the shared CompiledTree; an agent owns only data, so it exports as plain data.
+
+import type { ExprContext } from './expr/index.js';
+import type { CompiledTree } from './program.js';
+import type { DecisionSink } from './decisions.js';
+import { Status, STATUS_NAMES, type StatusName } from './status.js';
+import { mulberry32Next, mulberry32Value, seedFor } from './rng.js';
+
+export type AgentId = number | string;
+
+/** Options for a new agent (the protocol's spawn entry). */
+export interface AgentOptions {
+  /** A path such as "Blue Team/Warriors/Foo"; the debugger groups by "/". */
+  readonly label?: string;
+  /** Seeds the agent's random generator; default: a hash of the id. */
+  readonly seed?: number;
+  /** Initial blackboard values (declared keys only: check with CompiledTree.unknownKeys first). */
+  readonly bb?: Readonly<Record<string, unknown>>;
+}
+
+/** An error thrown by plugin code; the agent is stopped with E_PLUGIN. */
+export class PluginError extends Error {
+  readonly node: string;
+  constructor(node: string, cause: unknown) {
+    super(`plugin code at ${node} threw: ${cause instanceof Error ? cause.message : String(cause)}`);
+    this.name = 'PluginError';
+    this.node = node;
+  }
+}
+
+/** An agent's whole state as plain data (JSON- and structured-clone-safe). Restore with Agent.restore. */
+export interface AgentState {
+  readonly v: 1;
+  readonly tree: string;
+  /** Fingerprint of the compiled tree; restore refuses a state made on another version of the tree. */
+  readonly treeHash: string;
+  readonly id: AgentId;
+  readonly label: string;
+  readonly status: number[];
+  readonly slots: number[];
+  readonly bb: Record<string, unknown>;
+  readonly self: unknown;
+  readonly rng: number;
+  readonly seq: number;
+  readonly time: number;
+  readonly dt: number;
+  readonly stopped: boolean;
+}
+
+/** A read-only view of an agent for tools and the debugger, built only when asked for. */
+export interface AgentInspection {
+  readonly id: AgentId;
+  readonly label: string;
+  readonly tree: string;
+  readonly seq: number;
+  readonly time: number;
+  readonly stopped: boolean;
+  readonly nodes: ReadonlyArray<{ readonly index: number; readonly type: string; readonly name: string | null; readonly path: string; readonly status: StatusName }>;
+  /** Node numbers of the running nodes, root first. */
+  readonly activePath: readonly number[];
+  readonly blackboard: Readonly<Record<string, unknown>>;
+  /** Actions the tree is waiting on. */
+  readonly actions: ReadonlyArray<{ readonly seq: number; readonly node: number; readonly action: string }>;
+}
+
+/**
+ * An agent: create one per NPC, tick it with `tick()`. Not thread-safe; the service keeps each agent
+ * in exactly one worker. All agents share the hidden class, so compiled expressions stay monomorphic.
+ */
+export class Agent implements ExprContext {
+  readonly id: AgentId;
+  readonly label: string;
+  readonly tree: CompiledTree;
+  /** `agent` root of expressions. */
+  readonly agent: { readonly id: AgentId; readonly label: string };
+  /** Last status of every node, indexed by node number (Status codes). */
+  readonly status: Uint8Array;
+  /** Numeric node state (cursors, counters, timers, seqs), laid out by the compiler. */
+  readonly slots: Float64Array;
+  /** The blackboard: declared keys only. */
+  bb: Record<string, unknown>;
+  /** This agent's latest observation (`self` in expressions). */
+  self: unknown = null;
+  /** The session's shared world state (`world` in expressions); set by whoever ticks the agent. */
+  world: unknown = null;
+  /** Tree time of the current (or last) tick, seconds. */
+  time = 0;
+  /** Seconds since the previous tick. */
+  dt = 0;
+  /** Last action seq issued (the next is seq + 1). */
+  seq = 0;
+  /** True once an error stopped the agent: it never ticks again. */
+  stopped = false;
+  /** Where the current tick's decisions go; valid only during tick(). */
+  out: DecisionSink = NULL_SINK;
+  private rngState: number;
+
+  constructor(tree: CompiledTree, id: AgentId, options: AgentOptions = {}) {
+    this.id = id;
+    this.label = options.label ?? '';
+    this.tree = tree;
+    this.agent = Object.freeze({ id, label: this.label });
+    this.status = new Uint8Array(tree.nodeCount);
+    this.slots = new Float64Array(tree.slotCount);
+    this.bb = tree.newBlackboard();
+    if (options.bb !== undefined) Object.assign(this.bb, structuredClone(options.bb));
+    this.rngState = seedFor(id, options.seed);
+  }
+
+  /** The agent's seeded generator, in [0, 1). */
+  random(): number {
+    this.rngState = mulberry32Next(this.rngState);
+    return mulberry32Value(this.rngState);
+  }
+
+  /**
+   * Ticks the tree once at tree time `time`. Decisions go to `out`. If the root finishes, `out.finished`
+   * is called and the next tick starts again at the root. An exception from plugin code stops this
+   * agent (E_PLUGIN; any other exception E_INTERNAL), cancels its running actions, and never throws.
+   */
+  tick(time: number, dt: number, out: DecisionSink): void {
+    if (this.stopped) return;
+    this.time = time;
+    this.dt = dt;
+    this.out = out;
+    try {
+      const s = this.tree.root(this);
+      if (s !== Status.RUNNING) out.finished(this, s === Status.SUCCESS ? 'success' : 'failure');
+    } catch (err) {
+      if (err instanceof PluginError) this.stop(out, 'E_PLUGIN', err.message);
+      else this.stop(out, 'E_INTERNAL', `agent stopped: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    this.out = NULL_SINK;
+  }
+
+  /**
+   * Delivers a game server's result for action `seq`. Returns false (and changes nothing) when no
+   * action with that seq is running. The waiting action returns the status on its next tick.
+   */
+  deliverResult(seq: number, success: boolean): boolean {
+    const t = this.tree;
+    for (let k = 0; k < t.actionNodes.length; k++) {
+      const node = t.actionNodes[k]!;
+      if (this.status[node] === Status.RUNNING && this.slots[t.actionSeqSlots[k]!] === seq) {
+        this.slots[t.actionResultSlots[k]!] = success ? Status.SUCCESS : Status.FAILURE;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Writes blackboard values; returns the first undeclared key (and writes nothing) if any. */
+  setBlackboard(values: Readonly<Record<string, unknown>>): string | null {
+    for (const key of Object.keys(values)) if (!this.tree.blackboardKeys.has(key)) return key;
+    for (const key of Object.keys(values)) this.bb[key] = values[key];
+    return null;
+  }
+
+  /** Halts the whole tree (despawn): running actions are cancelled into `out`. */
+  halt(out: DecisionSink): void {
+    this.out = out;
+    try {
+      this.tree.halt(this, 0);
+    } catch {
+      // A plugin's onHalt threw while the agent is going away: cancel what is left by hand.
+      this.cancelRunningActions(out);
+    }
+    this.out = NULL_SINK;
+  }
+
+  /** Stops the agent for good after an error: cancels running actions, reports `code`. */
+  stop(out: DecisionSink, code: string, message: string): void {
+    this.cancelRunningActions(out);
+    this.status.fill(Status.IDLE);
+    this.stopped = true;
+    out.error(this, code, message);
+  }
+
+  private cancelRunningActions(out: DecisionSink): void {
+    const t = this.tree;
+    for (let k = 0; k < t.actionNodes.length; k++) {
+      const node = t.actionNodes[k]!;
+      if (this.status[node] === Status.RUNNING) {
+        out.cancel(this, this.slots[t.actionSeqSlots[k]!]!);
+        this.status[node] = Status.HALTED;
+      }
+    }
+  }
+
+  /** The agent's state for tools; costs nothing unless called. */
+  inspect(): AgentInspection {
+    const t = this.tree;
+    const activePath: number[] = [];
+    for (let i = 0; i < t.nodeCount; i++) if (this.status[i] === Status.RUNNING) activePath.push(i);
+    const actions: Array<{ seq: number; node: number; action: string }> = [];
+    for (let k = 0; k < t.actionNodes.length; k++) {
+      const node = t.actionNodes[k]!;
+      if (this.status[node] === Status.RUNNING) {
+        actions.push({ seq: this.slots[t.actionSeqSlots[k]!]!, node, action: t.nodes[node]!.action ?? '' });
+      }
+    }
+    return {
+      id: this.id,
+      label: this.label,
+      tree: t.name,
+      seq: this.seq,
+      time: this.time,
+      stopped: this.stopped,
+      nodes: t.nodes.map((n, index) => ({ index, type: n.type, name: n.name, path: n.path, status: STATUS_NAMES[this.status[index]!] ?? 'idle' })),
+      activePath,
+      blackboard: structuredClone(this.bb),
+      actions,
+    };
+  }
+
+  /** The whole state as plain data; `Agent.restore` continues exactly where this agent is. */
+  exportState(): AgentState {
+    return {
+      v: 1,
+      tree: this.tree.name,
+      treeHash: this.tree.hash,
+      id: this.id,
+      label: this.label,
+      status: Array.from(this.status),
+      slots: Array.from(this.slots),
+      bb: structuredClone(this.bb),
+      self: structuredClone(this.self),
+      rng: this.rngState,
+      seq: this.seq,
+      time: this.time,
+      dt: this.dt,
+      stopped: this.stopped,
+    };
+  }
+
+  /** Rebuilds an agent from `exportState()` output. Throws if the state was made on another tree version. */
+  static restore(tree: CompiledTree, state: AgentState): Agent {
+    if (state.v !== 1) throw new Error(`unsupported agent state version ${String(state.v)}`);
+    if (state.tree !== tree.name || state.treeHash !== tree.hash) {
+      throw new Error(`agent state was made on tree '${state.tree}' (${state.treeHash}), not '${tree.name}' (${tree.hash})`);
+    }
+    if (state.status.length !== tree.nodeCount || state.slots.length !== tree.slotCount) throw new Error('agent state does not match the tree layout');
+    const a = new Agent(tree, state.id, { label: state.label });
+    a.status.set(state.status);
+    a.slots.set(state.slots);
+    a.bb = Object.assign(tree.newBlackboard(), structuredClone(state.bb));
+    a.self = structuredClone(state.self);
+    a.rngState = state.rng;
+    a.seq = state.seq;
+    a.time = state.time;
+    a.dt = state.dt;
+    a.stopped = state.stopped;
+    return a;
+  }
+}
+
+const NULL_SINK: DecisionSink = {
+  action() {},
+  cancel() {},
+  finished() {},
+  error() {},
+  log() {},
+};

@@ -1,0 +1,22 @@
+// Canopy's behavior-tree engine: load and validate trees, compile them once, tick many agents.
+// It knows nothing of sockets, fastify or threads; the service, tests and benchmarks all drive it alike.
+
+export { Agent, PluginError, type AgentId, type AgentOptions, type AgentState, type AgentInspection } from './agent.js';
+export { DecisionBuffer, type DecisionSink } from './decisions.js';
+export { NodeCatalog, type ServiceKind, type ServiceBuilder } from './catalog.js';
+export { compileTree, walkDefinition, type CompiledTree, type NodeInfo, type TreeSource } from './program.js';
+export type { TreeDefinition, ServiceDefinition, AbortMode } from './definition.js';
+export { defineNode, type NodeKind, type NodeBuilder, type NodeBehavior, type ParamSpec, type ParamType, type NodeDefinition } from './node.js';
+export { Status, STATUS_NAMES, type StatusCode, type TickStatus, type StatusName } from './status.js';
+export { BUILTIN_NODES } from './nodes/index.js';
+export {
+  definePlugin,
+  registerPlugin,
+  type CanopyPlugin,
+  type ActionPlugin,
+  type ConditionPlugin,
+  type ServicePlugin,
+  type PluginContext,
+  type PluginParams,
+} from './plugins.js';
+export { compileExpression, truthy, EXPRESSION_FUNCTIONS, type ExprContext, type CompiledExpr, type ExprError } from './expr/index.js';

@@ -1,0 +1,63 @@
+// `action`: issues an action to the game server and waits for its result, `until`, or `timeout`.
+// Every issued non-instant action ends exactly once: a result from the game, or a cancel from the tree.
+
+import { truthy } from '../expr/index.js';
+import { defineNode } from '../node.js';
+import { Status, TIME_EPSILON } from '../status.js';
+
+export const action = defineNode({
+  type: 'action',
+  category: 'leaf',
+  description:
+    'On entry, issues a new action (new seq) to the game server. `instant` → success at once. Otherwise running until a result for that seq arrives, `until` becomes true (success), or `timeout` expires (failure); those two, and halting, send a cancel.',
+  params: {
+    action: { type: 'string', required: true, description: 'The action name the game server receives.' },
+    args: { type: 'args', default: {}, description: 'Arguments: strings are expressions, other JSON values literals.' },
+    until: { type: 'expression', description: 'Ends the action with success (and a cancel) when it becomes true; checked from the tick after entry.' },
+    timeout: { type: 'number', min: 0, description: 'Seconds of tree time after which the action fails (and is cancelled).' },
+    instant: { type: 'boolean', default: false, description: 'Succeed at once after issuing: the game server sends no result.' },
+  },
+  validate(node, report) {
+    if (node['instant'] === true && (node['until'] !== undefined || node['timeout'] !== undefined)) {
+      report("an instant action cannot have 'until' or 'timeout'", node['until'] !== undefined ? 'until' : 'timeout');
+    }
+  },
+  build(b) {
+    const name = b.param<string>('action');
+    const args = b.args('args');
+    const until = b.expression('until');
+    const timeout = b.param<number | undefined>('timeout');
+    const instant = b.param<boolean>('instant');
+    // [seq of the running action, pending result (0 none, else a Status), deadline]
+    const slot = b.slots(3);
+    if (!instant) b.registerAction(slot, slot + 1);
+    return {
+      tick(a, fresh) {
+        const slots = a.slots;
+        if (fresh) {
+          const seq = ++a.seq;
+          a.out.action(a, seq, name, args(a));
+          if (instant) return Status.SUCCESS;
+          slots[slot] = seq;
+          slots[slot + 1] = 0;
+          if (timeout !== undefined) slots[slot + 2] = a.time + timeout;
+          return Status.RUNNING;
+        }
+        const result = slots[slot + 1]!;
+        if (result !== 0) return result === Status.SUCCESS ? Status.SUCCESS : Status.FAILURE;
+        if (until !== null && truthy(until(a))) {
+          a.out.cancel(a, slots[slot]!);
+          return Status.SUCCESS;
+        }
+        if (timeout !== undefined && a.time + TIME_EPSILON >= slots[slot + 2]!) {
+          a.out.cancel(a, slots[slot]!);
+          return Status.FAILURE;
+        }
+        return Status.RUNNING;
+      },
+      onHalt(a) {
+        a.out.cancel(a, a.slots[slot]!);
+      },
+    };
+  },
+});

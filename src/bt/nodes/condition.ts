@@ -1,0 +1,16 @@
+// `condition`: success when its expression is truthy, else failure; never running.
+
+import { truthy } from '../expr/index.js';
+import { defineNode } from '../node.js';
+import { Status } from '../status.js';
+
+export const condition = defineNode({
+  type: 'condition',
+  category: 'leaf',
+  description: 'success if the expression is truthy, else failure. Never running.',
+  params: { expr: { type: 'expression', required: true, description: 'The expression to test.' } },
+  build(b) {
+    const expr = b.expression('expr')!;
+    return { tick: (a) => (truthy(expr(a)) ? Status.SUCCESS : Status.FAILURE) };
+  },
+});

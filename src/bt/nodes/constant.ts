@@ -1,0 +1,18 @@
+// `succeed`, `fail`, `running`: leaves with a constant result, for tests and stubs.
+
+import { defineNode, type NodeKind } from '../node.js';
+import { Status, type TickStatus } from '../status.js';
+
+function constant(type: string, result: TickStatus, word: string): NodeKind {
+  return defineNode({
+    type,
+    category: 'leaf',
+    description: `Always returns ${word}.`,
+    params: {},
+    build: () => ({ tick: () => result }),
+  });
+}
+
+export const succeed = constant('succeed', Status.SUCCESS, 'success');
+export const fail = constant('fail', Status.FAILURE, 'failure');
+export const running = constant('running', Status.RUNNING, 'running');

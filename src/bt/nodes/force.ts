@@ -1,0 +1,20 @@
+// `succeeder` and `failer`: any finished result of the child becomes success / failure.
+
+import { defineNode, type NodeKind } from '../node.js';
+import { Status, type TickStatus } from '../status.js';
+
+function forced(type: string, result: TickStatus, word: string): NodeKind {
+  return defineNode({
+    type,
+    category: 'decorator',
+    description: `Any finished result of the child → ${word}; running unchanged.`,
+    params: {},
+    build(b) {
+      const child = b.child(0);
+      return { tick: (a) => (child(a) === Status.RUNNING ? Status.RUNNING : result) };
+    },
+  });
+}
+
+export const succeeder = forced('succeeder', Status.SUCCESS, 'success');
+export const failer = forced('failer', Status.FAILURE, 'failure');

@@ -1,0 +1,20 @@
+// `inverter`: swaps success and failure; running passes through.
+
+import { defineNode } from '../node.js';
+import { Status } from '../status.js';
+
+export const inverter = defineNode({
+  type: 'inverter',
+  category: 'decorator',
+  description: 'success ↔ failure; running unchanged.',
+  params: {},
+  build(b) {
+    const child = b.child(0);
+    return {
+      tick(a) {
+        const s = child(a);
+        return s === Status.SUCCESS ? Status.FAILURE : s === Status.FAILURE ? Status.SUCCESS : s;
+      },
+    };
+  },
+});

@@ -1,0 +1,15 @@
+// `keepRunningUntilFailure`: restarts the child after every success; ends only on failure.
+
+import { defineNode } from '../node.js';
+import { Status } from '../status.js';
+
+export const keepRunningUntilFailure = defineNode({
+  type: 'keepRunningUntilFailure',
+  category: 'decorator',
+  description: 'Child success → restart it, running; child failure → failure.',
+  params: {},
+  build(b) {
+    const child = b.child(0);
+    return { tick: (a) => (child(a) === Status.FAILURE ? Status.FAILURE : Status.RUNNING) };
+  },
+});

@@ -1,0 +1,25 @@
+// `log`: emits a debug event with an evaluated message; always succeeds.
+
+import { defineNode } from '../node.js';
+import { Status } from '../status.js';
+
+export const log = defineNode({
+  type: 'log',
+  category: 'leaf',
+  description: 'Emits a debug event (debugger, logs at debug level) with the evaluated `message`. success.',
+  params: {
+    message: { type: 'expression', required: true, description: "An expression; a fixed text is written with quotes inside: \"'spotted'\"." },
+    level: { type: 'enum', values: ['debug', 'info', 'warn', 'error'], default: 'debug', description: 'Log level.' },
+  },
+  build(b) {
+    const message = b.expression('message')!;
+    const level = b.param<string>('level');
+    return {
+      tick(a) {
+        const v = message(a);
+        a.out.log(a, level, typeof v === 'string' ? v : JSON.stringify(v));
+        return Status.SUCCESS;
+      },
+    };
+  },
+});

@@ -1,0 +1,75 @@
+// Shared engine of `sequence` and `selector`: tick children in order until one gives the deciding status.
+// A sequence stops on failure, a selector on success; both resume a running child; `reactive` restarts at the first child.
+
+import { truthy } from '../expr/index.js';
+import type { NodeBehavior, NodeBuilder, ParamSpec } from '../node.js';
+import { Status, type TickStatus } from '../status.js';
+
+export const REACTIVE_PARAM: ParamSpec = {
+  type: 'boolean',
+  default: false,
+  description: 'Start again from the first child every tick, halting the previously running child if an earlier one now runs or decides.',
+};
+
+/**
+ * Builds an ordered composite. `decides` is the child status that ends the composite with that status
+ * (FAILURE for a sequence, SUCCESS for a selector); `otherwise` is the result when every child passed.
+ */
+export function orderedComposite(b: NodeBuilder, decides: TickStatus, otherwise: TickStatus): NodeBehavior {
+  const n = b.childCount;
+  const children = b.children;
+  const ticks = children.map((_, k) => b.child(k));
+  const cursor = b.slots(1);
+  const halt = b.halt;
+
+  if (b.param<boolean>('reactive')) {
+    return {
+      tick(a, fresh) {
+        const previous = fresh ? -1 : a.slots[cursor]!;
+        for (let k = 0; k < n; k++) {
+          const s = ticks[k]!(a);
+          if (s !== Status.RUNNING && s !== decides) continue;
+          // An earlier child took over (or decided): the previously running one is abandoned.
+          if (previous > k) halt(a, children[previous]!);
+          if (s === Status.RUNNING) a.slots[cursor] = k;
+          return s;
+        }
+        return otherwise;
+      },
+    };
+  }
+
+  // Observer aborts ("lower"/"both" on a selector's children): checked only while a later child runs.
+  const lower = children.map((_, k) => b.lowerAbort(k));
+  const hasAborts = lower.some((l) => l !== null);
+
+  return {
+    tick(a, fresh) {
+      let k = fresh ? 0 : a.slots[cursor]!;
+      if (hasAborts && !fresh) {
+        for (let j = 0; j < k; j++) {
+          const l = lower[j];
+          if (l === null || l === undefined) continue;
+          const now = truthy(l.guard(a));
+          const before = a.slots[l.slot]!;
+          a.slots[l.slot] = now ? 1 : 0;
+          // Only a change from false to true aborts: a guard that stays true never flip-flops.
+          if (now && before === 0) {
+            halt(a, children[k]!);
+            k = j;
+            break;
+          }
+        }
+      }
+      for (; k < n; k++) {
+        const s = ticks[k]!(a);
+        if (s === Status.RUNNING) {
+          a.slots[cursor] = k;
+          return s;
+        }
+        if (s === decides) return s;
+      }
+      return otherwise;
+    },
+  };
+}

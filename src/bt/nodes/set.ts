@@ -1,0 +1,21 @@
+// `set`: writes blackboard keys from expressions and succeeds.
+
+import { defineNode } from '../node.js';
+import { Status } from '../status.js';
+import { blackboardWriter } from './writes.js';
+
+export const set = defineNode({
+  type: 'set',
+  category: 'leaf',
+  description: 'Writes all `values` (blackboard key → expression) and succeeds. All expressions are evaluated before any key is written.',
+  params: { values: { type: 'writes', required: true, description: 'Blackboard key → expression.' } },
+  build(b) {
+    const write = blackboardWriter(b.writes('values'));
+    return {
+      tick(a) {
+        write(a);
+        return Status.SUCCESS;
+      },
+    };
+  },
+});

@@ -1,0 +1,356 @@
+// The compiler: turns validated tree definitions into one immutable CompiledTree shared by every agent.
+// Each node becomes a closure over its node number; agents hold only the flat state those closures index.
+
+import { createHash } from 'node:crypto';
+import type { Agent } from './agent.js';
+import type { NodeCatalog, ServiceBuilder } from './catalog.js';
+import type { AbortMode, ServiceDefinition, TreeDefinition } from './definition.js';
+import { compileExpression, truthy, type CompiledExpr } from './expr/index.js';
+import type { NodeBehavior, NodeBuilder, NodeDefinition } from './node.js';
+import { Status, TIME_EPSILON, type TickStatus } from './status.js';
+
+/** Static facts about one node, for introspection and error messages. */
+export interface NodeInfo {
+  readonly type: string;
+  readonly name: string | null;
+  /** JSON path inside its tree file, e.g. `root.children[2].child`. */
+  readonly path: string;
+  /** The tree file the node comes from (differs from the compiled tree's name inside subtrees). */
+  readonly file: string;
+  readonly parent: number;
+  readonly children: readonly number[];
+  /** For action leaves: the action name. */
+  readonly action?: string;
+}
+
+/** An immutable compiled tree: shared by every agent on it, never mutated after compileTree returns. */
+export interface CompiledTree {
+  readonly name: string;
+  /** Fingerprint of the definitions compiled (this tree and its subtrees). */
+  readonly hash: string;
+  readonly nodeCount: number;
+  readonly slotCount: number;
+  readonly nodes: readonly NodeInfo[];
+  /** Declared blackboard keys, subtrees' included. */
+  readonly blackboardKeys: ReadonlySet<string>;
+  /** Node numbers of action leaves, with the slots holding each one's seq and pending result. */
+  readonly actionNodes: Int32Array;
+  readonly actionSeqSlots: Int32Array;
+  readonly actionResultSlots: Int32Array;
+  /** Ticks the root node (index 0). */
+  readonly root: (agent: Agent) => TickStatus;
+  /** Halts node `node` of `agent` and its running descendants, deepest first. */
+  halt(agent: Agent, node: number): void;
+  /** A fresh blackboard with the declared initial values. */
+  newBlackboard(): Record<string, unknown>;
+}
+
+/** Looks up tree definitions by name (for subtrees). */
+export type TreeSource = (name: string) => TreeDefinition | undefined;
+
+interface PendingNode {
+  readonly def: NodeDefinition;
+  readonly info: NodeInfo & { children: number[] };
+  readonly file: string;
+}
+
+type TickFn = (agent: Agent) => TickStatus;
+
+/** Compiles tree `name` (already validated). Throws only on definitions that validation would reject. */
+export function compileTree(name: string, source: TreeSource, catalog: NodeCatalog): CompiledTree {
+  const main = source(name);
+  if (main === undefined) throw new Error(`unknown tree '${name}'`);
+
+  // Blackboard: this tree's keys first, then each subtree's keys not yet declared (first declaration wins).
+  const initial: Record<string, unknown> = {};
+  const seenTrees: string[] = [];
+  const collect = (treeName: string): void => {
+    if (seenTrees.includes(treeName)) return;
+    seenTrees.push(treeName);
+    const def = source(treeName);
+    if (def === undefined) throw new Error(`unknown tree '${treeName}'`);
+    for (const [key, value] of Object.entries(def.blackboard ?? {})) if (!(key in initial)) initial[key] = value;
+    walkDefinition(def.root, (n) => {
+      if (n.type === 'subtree' && typeof n['tree'] === 'string') collect(n['tree']);
+    });
+  };
+  collect(name);
+  const blackboardKeys = new Set(Object.keys(initial));
+  const scope = { blackboardKeys };
+
+  // Pass 1: number the nodes in pre-order (parents before children), inlining subtrees.
+  const pending: PendingNode[] = [];
+  const assign = (def: NodeDefinition, path: string, file: string, parent: number): number => {
+    const index = pending.length;
+    const info = {
+      type: def.type,
+      name: typeof def['name'] === 'string' ? def['name'] : null,
+      path,
+      file,
+      parent,
+      children: [] as number[],
+      ...(def.type === 'action' && typeof def['action'] === 'string' ? { action: def['action'] } : {}),
+    };
+    pending.push({ def, info, file });
+    const kind = catalog.get(def.type);
+    if (kind === undefined) throw new Error(`unknown node type '${def.type}' at ${file}:${path}`);
+    if (def.type === 'subtree') {
+      const sub = source(def['tree'] as string);
+      if (sub === undefined) throw new Error(`unknown tree '${String(def['tree'])}'`);
+      info.children.push(assign(sub.root, 'root', def['tree'] as string, index));
+    } else if (kind.category === 'composite') {
+      (def['children'] as NodeDefinition[]).forEach((c, k) => info.children.push(assign(c, `${path}.children[${k}]`, file, index)));
+    } else if (kind.category === 'decorator') {
+      info.children.push(assign(def['child'] as NodeDefinition, `${path}.child`, file, index));
+    }
+    return index;
+  };
+  assign(main.root, 'root', name, -1);
+
+  const nodeCount = pending.length;
+  let slotCount = 0;
+  const ticks: TickFn[] = new Array<TickFn>(nodeCount);
+  const onHalt: Array<((a: Agent) => void) | undefined> = new Array(nodeCount).fill(undefined);
+  const guards: Array<{ guard: CompiledExpr; slot: number; abort: AbortMode } | null> = new Array(nodeCount).fill(null);
+  const actionNodes: number[] = [];
+  const actionSeqSlots: number[] = [];
+  const actionResultSlots: number[] = [];
+  const childLists = pending.map((p) => p.info.children);
+
+  const expr = (source: string, where: string): CompiledExpr => {
+    const r = compileExpression(source, scope);
+    if (!r.ok) throw new Error(`${where}: ${r.errors.map((e) => e.message).join('; ')}`);
+    return r.fn;
+  };
+
+  function halt(agent: Agent, node: number): void {
+    const st = agent.status;
+    if (st[node] !== Status.RUNNING) return;
+    const children = childLists[node]!;
+    for (let k = 0; k < children.length; k++) halt(agent, children[k]!);
+    const h = onHalt[node];
+    if (h !== undefined) h(agent);
+    st[node] = Status.HALTED;
+  }
+
+  const tree: CompiledTree = {
+    name,
+    hash: '',
+    nodeCount,
+    slotCount: 0,
+    nodes: pending.map((p) => p.info),
+    blackboardKeys,
+    actionNodes: new Int32Array(0),
+    actionSeqSlots: new Int32Array(0),
+    actionResultSlots: new Int32Array(0),
+    root: () => Status.FAILURE,
+    halt,
+    newBlackboard: makeBlackboardFactory(initial),
+  };
+
+  // Guards first: a parent's lowerAbort() reads its children's guards.
+  for (let i = 0; i < nodeCount; i++) {
+    const { def, info, file } = pending[i]!;
+    if (typeof def['if'] === 'string') {
+      guards[i] = { guard: expr(def['if'], `${file}:${info.path}.if`), slot: slotCount++, abort: (def['abort'] as AbortMode | undefined) ?? 'none' };
+    }
+  }
+
+  // Pass 2: build in reverse pre-order, so every child's tick function exists before its parent's.
+  for (let i = nodeCount - 1; i >= 0; i--) {
+    const { def, info, file } = pending[i]!;
+    const kind = catalog.get(def.type)!;
+    const where = `${file}:${info.path}`;
+    const param = <T>(n: string): T => (def[n] !== undefined ? def[n] : kind.params[n]?.default) as T;
+    const builder: NodeBuilder = {
+      index: i,
+      definition: def,
+      path: where,
+      childCount: info.children.length,
+      children: info.children,
+      child: (k) => ticks[info.children[k]!]!,
+      slots(count) {
+        const first = slotCount;
+        slotCount += count;
+        return first;
+      },
+      param,
+      expression: (n) => (typeof def[n] === 'string' ? expr(def[n], `${where}.${n}`) : null),
+      writes: (n) => Object.entries((def[n] as Record<string, string> | undefined) ?? {}).map(([k, src]) => [k, expr(src, `${where}.${n}.${k}`)] as const),
+      args: (n) => compileArgs((def[n] as Record<string, unknown> | undefined) ?? {}, (src, k) => expr(src, `${where}.${n}.${k}`)),
+      halt,
+      registerAction(seqSlot, resultSlot) {
+        actionNodes.push(i);
+        actionSeqSlots.push(seqSlot);
+        actionResultSlots.push(resultSlot);
+      },
+      lowerAbort(k) {
+        const g = guards[info.children[k]!];
+        return g !== null && g !== undefined && (g.abort === 'lower' || g.abort === 'both') ? { guard: g.guard, slot: g.slot } : null;
+      },
+    };
+    const behavior: NodeBehavior = kind.build(builder);
+    if (behavior.onHalt !== undefined) onHalt[i] = behavior.onHalt;
+    const services = compileServices(def, where, catalog, expr, builder);
+    ticks[i] = wrapNode(i, behavior.tick, guards[i] ?? null, services, halt);
+  }
+
+  const hash = createHash('sha256');
+  for (const t of seenTrees) hash.update(`${t}\n${JSON.stringify(source(t))}\n`);
+  return Object.freeze({
+    ...tree,
+    hash: hash.digest('hex').slice(0, 16),
+    slotCount,
+    root: ticks[0]!,
+    actionNodes: Int32Array.from(actionNodes),
+    actionSeqSlots: Int32Array.from(actionSeqSlots),
+    actionResultSlots: Int32Array.from(actionResultSlots),
+  });
+}
+
+interface CompiledService {
+  readonly every: number;
+  readonly slot: number;
+  readonly run: (agent: Agent) => void;
+}
+
+function compileServices(
+  def: NodeDefinition,
+  where: string,
+  catalog: NodeCatalog,
+  expr: (source: string, where: string) => CompiledExpr,
+  builder: NodeBuilder,
+): CompiledService[] | null {
+  const list = def['services'] as ServiceDefinition[] | undefined;
+  if (list === undefined || list.length === 0) return null;
+  return list.map((s, k) => {
+    const at = `${where}.services[${k}]`;
+    let run: (agent: Agent) => void;
+    if (typeof s.service === 'string') {
+      const kind = catalog.service(s.service);
+      if (kind === undefined) throw new Error(`${at}: unknown service '${s.service}'`);
+      const sb: ServiceBuilder = {
+        path: at,
+        param: <T>(n: string) => (s[n] !== undefined ? s[n] : kind.params[n]?.default) as T,
+        expression: (n) => (typeof s[n] === 'string' ? expr(s[n], `${at}.${n}`) : null),
+      };
+      run = kind.build(sb);
+    } else {
+      const writes = Object.entries(s.values ?? {}).map(([key, src]) => [key, expr(src, `${at}.values.${key}`)] as const);
+      run = (agent) => {
+        for (let w = 0; w < writes.length; w++) agent.bb[writes[w]![0]] = writes[w]![1](agent);
+      };
+    }
+    return { every: s.every, slot: builder.slots(1), run };
+  });
+}
+
+/**
+ * The engine's wrapper around a node's own tick: guard and abort "self", services, and the status
+ * bookkeeping every node shares. Nodes without guard or services get the lean variant (hot path).
+ */
+function wrapNode(
+  i: number,
+  tick: (agent: Agent, fresh: boolean) => TickStatus,
+  guard: { guard: CompiledExpr; slot: number; abort: AbortMode } | null,
+  services: CompiledService[] | null,
+  halt: (agent: Agent, node: number) => void,
+): TickFn {
+  if (guard === null && services === null) {
+    return (a) => {
+      const st = a.status;
+      const s = tick(a, st[i] !== Status.RUNNING);
+      st[i] = s;
+      return s;
+    };
+  }
+  const check = guard?.guard ?? null;
+  const guardSlot = guard?.slot ?? 0;
+  const abortSelf = guard !== null && (guard.abort === 'self' || guard.abort === 'both');
+  return (a) => {
+    const st = a.status;
+    const fresh = st[i] !== Status.RUNNING;
+    if (check !== null && (fresh || abortSelf)) {
+      const ok = truthy(check(a));
+      a.slots[guardSlot] = ok ? 1 : 0;
+      if (!ok) {
+        if (!fresh) halt(a, i);
+        st[i] = Status.FAILURE;
+        return Status.FAILURE;
+      }
+    }
+    if (services !== null) runServices(a, services, fresh);
+    const s = tick(a, fresh);
+    st[i] = s;
+    return s;
+  };
+}
+
+function runServices(a: Agent, services: CompiledService[], fresh: boolean): void {
+  const slots = a.slots;
+  const now = a.time;
+  for (let k = 0; k < services.length; k++) {
+    const s = services[k]!;
+    if (fresh) {
+      s.run(a);
+      slots[s.slot] = now + s.every;
+    } else if (now + TIME_EPSILON >= slots[s.slot]!) {
+      s.run(a);
+      const next = slots[s.slot]! + s.every;
+      // No bursts after a long pause: the next run is one period from now at the latest.
+      slots[s.slot] = next + TIME_EPSILON > now ? next : now + s.every;
+    }
+  }
+}
+
+function compileArgs(
+  args: Readonly<Record<string, unknown>>,
+  expr: (source: string, key: string) => CompiledExpr,
+): (agent: Agent) => Readonly<Record<string, unknown>> {
+  const keys = Object.keys(args);
+  const literal: Record<string, unknown> = {};
+  const dynamic: Array<readonly [string, CompiledExpr]> = [];
+  for (const k of keys) {
+    const v = args[k];
+    if (typeof v === 'string') dynamic.push([k, expr(v, k)]);
+    else literal[k] = deepFreeze(structuredClone(v));
+  }
+  if (dynamic.length === 0) {
+    const shared = Object.freeze(literal);
+    return () => shared;
+  }
+  return (agent) => {
+    const out: Record<string, unknown> = {};
+    for (const k of keys) out[k] = literal[k];
+    for (let d = 0; d < dynamic.length; d++) out[dynamic[d]![0]] = dynamic[d]![1](agent);
+    return out;
+  };
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object') {
+    for (const inner of Object.values(v)) deepFreeze(inner);
+    Object.freeze(v);
+  }
+  return v;
+}
+
+function makeBlackboardFactory(initial: Record<string, unknown>): () => Record<string, unknown> {
+  const keys = Object.keys(initial);
+  const objectKeys = keys.filter((k) => initial[k] !== null && typeof initial[k] === 'object');
+  return () => {
+    const bb: Record<string, unknown> = { ...initial };
+    for (const k of objectKeys) bb[k] = structuredClone(initial[k]);
+    return bb;
+  };
+}
+
+/** Visits every node of a definition (children, child), not following subtrees. */
+export function walkDefinition(node: unknown, visit: (n: NodeDefinition) => void): void {
+  if (node === null || typeof node !== 'object' || Array.isArray(node)) return;
+  const n = node as NodeDefinition;
+  if (typeof n.type === 'string') visit(n);
+  const children = n['children'];
+  if (Array.isArray(children)) for (const c of children) walkDefinition(c, visit);
+  if (n['child'] !== undefined) walkDefinition(n['child'], visit);
+}
