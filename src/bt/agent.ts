@@ -143,6 +143,8 @@ export class Agent implements ExprContext {
     for (let k = 0; k < t.actionNodes.length; k++) {
       const node = t.actionNodes[k]!;
       if (this.status[node] === Status.RUNNING && this.slots[t.actionSeqSlots[k]!] === seq) {
+        // The first result for a seq counts; a duplicate is ignored like any stale result.
+        if (this.slots[t.actionResultSlots[k]!] !== 0) return false;
         this.slots[t.actionResultSlots[k]!] = success ? Status.SUCCESS : Status.FAILURE;
         return true;
       }
@@ -182,7 +184,7 @@ export class Agent implements ExprContext {
     for (let k = 0; k < t.actionNodes.length; k++) {
       const node = t.actionNodes[k]!;
       if (this.status[node] === Status.RUNNING) {
-        out.cancel(this, this.slots[t.actionSeqSlots[k]!]!);
+        if (this.slots[t.actionResultSlots[k]!] === 0) out.cancel(this, this.slots[t.actionSeqSlots[k]!]!);
         this.status[node] = Status.HALTED;
       }
     }

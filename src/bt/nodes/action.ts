@@ -56,7 +56,8 @@ export const action = defineNode({
         return Status.RUNNING;
       },
       onHalt(a) {
-        a.out.cancel(a, a.slots[slot]!);
+        // A result already arrived for this seq: the game has finished it, so there is nothing to cancel.
+        if (a.slots[slot + 1] === 0) a.out.cancel(a, a.slots[slot]!);
       },
     };
   },
