@@ -29,7 +29,7 @@ export type Expr =
   | { readonly kind: 'unary'; readonly op: '!' | '-'; readonly operand: Expr; readonly start: number }
   | { readonly kind: 'binary'; readonly op: BinaryOp; readonly left: Expr; readonly right: Expr; readonly start: number }
   | { readonly kind: 'logical'; readonly op: LogicalOp; readonly left: Expr; readonly right: Expr; readonly start: number }
-  | { readonly kind: 'conditional'; readonly test: Expr; readonly then: Expr; readonly otherwise: Expr; readonly start: number };
+  | { readonly kind: 'conditional'; readonly test: Expr; readonly ifTrue: Expr; readonly ifFalse: Expr; readonly start: number };
 
 /** Why parsing stopped: a syntax error, or one of the size limits. */
 export interface ParseProblem {
@@ -176,11 +176,11 @@ class Parser {
     if (!this.isOp('?')) return test;
     const q = this.next();
     this.enter(q.start);
-    const then = this.parseConditional();
+    const ifTrue = this.parseConditional();
     this.expectClose(':', q, 'to go with the');
-    const otherwise = this.parseConditional();
+    const ifFalse = this.parseConditional();
     this.leave();
-    return this.node({ kind: 'conditional', test, then, otherwise, start: q.start });
+    return this.node({ kind: 'conditional', test, ifTrue, ifFalse, start: q.start });
   }
 
   private parseBinary(minPrecedence: number): Expr {
@@ -271,6 +271,9 @@ class Parser {
           const items = this.parseList(']', t);
           this.leave();
           return this.node({ kind: 'array', items, start: t.start });
+        }
+        if (t.text === '.' && this.tokens[this.pos + 1]?.kind === 'number') {
+          return this.fail('a number must start with a digit: write 0.5, not .5', t.start);
         }
         return this.fail(`expected a value but found ${describe(t)}`, t.start);
       case 'end':

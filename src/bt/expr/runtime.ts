@@ -1,0 +1,279 @@
+// Helpers called by compiled expressions: null-safe reads, operators and the function library.
+// Hot path: small monomorphic functions V8 inlines; no allocation, no exceptions, never undefined.
+
+const hasOwn = Object.hasOwn;
+const getPrototypeOf = Object.getPrototypeOf;
+const isArray = Array.isArray;
+const OBJECT_PROTOTYPE: object = Object.prototype;
+const ARRAY_PROTOTYPE: object = Array.prototype;
+
+/**
+ * True for the objects expressions may look into: arrays and plain objects (prototype
+ * `Object.prototype` or null), i.e. what JSON and MessagePack decoding produce.
+ */
+export function isPlain(o: object): boolean {
+  const p: unknown = getPrototypeOf(o);
+  return p === OBJECT_PROTOTYPE || p === ARRAY_PROTOTYPE || p === null;
+}
+
+/** A number, or null when it is not finite (`r - r` is 0 only for finite numbers; cheaper than Number.isFinite). */
+function finite(r: number): number | null {
+  return r - r === 0 ? r : null;
+}
+
+/** `v`, with undefined and functions turned into null: what a root or a read may return. */
+export function nn(v: unknown): unknown {
+  return v === undefined || typeof v === 'function' ? null : v;
+}
+
+/**
+ * `o.k`: an own property of an array or plain object, else null. Never reaches a prototype, never
+ * returns a function or undefined. `k` is a checked name or a run-time key (numbers index arrays).
+ */
+export function get(o: unknown, k: string | number): unknown {
+  if (typeof o !== 'object' || o === null || !hasOwn(o, k) || !isPlain(o)) return null;
+  const v = (o as Record<string | number, unknown>)[k];
+  return v === undefined || typeof v === 'function' ? null : v;
+}
+
+/** `o[k]` with a key computed at run time: only strings and numbers name properties. */
+export function at(o: unknown, k: unknown): unknown {
+  return typeof k === 'string' || typeof k === 'number' ? get(o, k) : null;
+}
+
+/** `bb.k`: the blackboard belongs to the engine, so only the own-property guard is needed. */
+export function bbGet(bb: Record<string, unknown>, k: string): unknown {
+  if (!hasOwn(bb, k)) return null;
+  const v = bb[k];
+  return v === undefined || typeof v === 'function' ? null : v;
+}
+
+/** `bb[k]` with a key computed at run time. */
+export function bbAt(bb: Record<string, unknown>, k: unknown): unknown {
+  if (typeof k === 'number') k = String(k);
+  return typeof k === 'string' ? bbGet(bb, k) : null;
+}
+
+/** `a == b`: strict equality, except that null and undefined are equal. */
+export function eq(a: unknown, b: unknown): boolean {
+  return a === b || (a == null && b == null);
+}
+
+/** `a < b` on two numbers or two strings; anything else (null included) is false. */
+export function lt(a: unknown, b: unknown): boolean {
+  if (typeof a === 'number') return typeof b === 'number' && a < b;
+  return typeof a === 'string' && typeof b === 'string' && a < b;
+}
+
+/** `a <= b` on two numbers or two strings; anything else is false. */
+export function le(a: unknown, b: unknown): boolean {
+  if (typeof a === 'number') return typeof b === 'number' && a <= b;
+  return typeof a === 'string' && typeof b === 'string' && a <= b;
+}
+
+/** `a > b` on two numbers or two strings; anything else is false. */
+export function gt(a: unknown, b: unknown): boolean {
+  if (typeof a === 'number') return typeof b === 'number' && a > b;
+  return typeof a === 'string' && typeof b === 'string' && a > b;
+}
+
+/** `a >= b` on two numbers or two strings; anything else is false. */
+export function ge(a: unknown, b: unknown): boolean {
+  if (typeof a === 'number') return typeof b === 'number' && a >= b;
+  return typeof a === 'string' && typeof b === 'string' && a >= b;
+}
+
+/** `a + b`: the sum of two numbers, or two strings joined; no implicit conversion (`'a' + 1` is null). */
+export function add(a: unknown, b: unknown): unknown {
+  if (typeof a === 'number') return typeof b === 'number' ? finite(a + b) : null;
+  return typeof a === 'string' && typeof b === 'string' ? a + b : null;
+}
+
+/** `a - b` on two numbers, else null. */
+export function sub(a: unknown, b: unknown): number | null {
+  return typeof a === 'number' && typeof b === 'number' ? finite(a - b) : null;
+}
+
+/** `a * b` on two numbers, else null. */
+export function mul(a: unknown, b: unknown): number | null {
+  return typeof a === 'number' && typeof b === 'number' ? finite(a * b) : null;
+}
+
+/** `a / b` on two numbers; division by zero is null (a non-finite result is null). */
+export function div(a: unknown, b: unknown): number | null {
+  return typeof a === 'number' && typeof b === 'number' ? finite(a / b) : null;
+}
+
+/** `a % b` on two numbers (the sign of `a`, as in JavaScript); `% 0` is null. */
+export function mod(a: unknown, b: unknown): number | null {
+  return typeof a === 'number' && typeof b === 'number' ? finite(a % b) : null;
+}
+
+/** Unary `-a` on a number, else null. */
+export function neg(a: unknown): number | null {
+  return typeof a === 'number' ? finite(-a) : null;
+}
+
+/** `a` when it is a finite number, else null (`min(x)` and `max(x)`). */
+export function num(a: unknown): number | null {
+  return typeof a === 'number' ? finite(a) : null;
+}
+
+/** `abs(x)`. */
+export function abs(x: unknown): number | null {
+  return typeof x === 'number' ? finite(Math.abs(x)) : null;
+}
+
+/** `floor(x)`. */
+export function floor(x: unknown): number | null {
+  return typeof x === 'number' ? finite(Math.floor(x)) : null;
+}
+
+/** `ceil(x)`. */
+export function ceil(x: unknown): number | null {
+  return typeof x === 'number' ? finite(Math.ceil(x)) : null;
+}
+
+/** `round(x)`: halves round up (toward +∞), as Math.round: round(-2.5) is -2. */
+export function round(x: unknown): number | null {
+  return typeof x === 'number' ? finite(Math.round(x)) : null;
+}
+
+/** `sqrt(x)`; null for a negative x. */
+export function sqrt(x: unknown): number | null {
+  return typeof x === 'number' ? finite(Math.sqrt(x)) : null;
+}
+
+/** `min(a, b)`; longer calls are compiled to nested calls, which keep null-propagation. */
+export function min2(a: unknown, b: unknown): number | null {
+  return typeof a === 'number' && typeof b === 'number' ? finite(Math.min(a, b)) : null;
+}
+
+/** `max(a, b)`; see min2. */
+export function max2(a: unknown, b: unknown): number | null {
+  return typeof a === 'number' && typeof b === 'number' ? finite(Math.max(a, b)) : null;
+}
+
+/** `clamp(x, lo, hi)`; null when an argument is not a number or lo > hi. */
+export function clamp(x: unknown, lo: unknown, hi: unknown): number | null {
+  if (typeof x !== 'number' || typeof lo !== 'number' || typeof hi !== 'number' || !(lo <= hi)) return null;
+  return finite(x < lo ? lo : x > hi ? hi : x);
+}
+
+/** `len(x)`: length of a string (UTF-16 units) or array, number of own keys of a plain object, else null. */
+export function len(x: unknown): number | null {
+  if (typeof x === 'string') return x.length;
+  if (typeof x !== 'object' || x === null) return null;
+  if (isArray(x)) return x.length;
+  if (!isPlain(x)) return null;
+  let n = 0;
+  for (const k in x) if (hasOwn(x, k)) n++;
+  return n;
+}
+
+/** `count(list)`: the length of an array, else null. */
+export function count(list: unknown): number | null {
+  return isArray(list) ? list.length : null;
+}
+
+/** `has(obj, key)`: whether a plain object or array has its own property `key`. Always a boolean. */
+export function has(o: unknown, k: unknown): boolean {
+  return (
+    typeof o === 'object' && o !== null && (typeof k === 'string' || typeof k === 'number') && hasOwn(o, k) && isPlain(o)
+  );
+}
+
+/** Coordinate `i` (x, y, z) of a point known to be an array or plain object; NaN when missing. */
+function coord(p: object, i: 0 | 1 | 2, key: 'x' | 'y' | 'z'): number {
+  let v: unknown;
+  if (isArray(p)) v = (p.length === 2 || p.length === 3) && hasOwn(p, i) ? p[i] : undefined;
+  else v = hasOwn(p, key) ? (p as Record<string, unknown>)[key] : undefined;
+  return typeof v === 'number' ? v : NaN;
+}
+
+/**
+ * Squared distance between two points, NaN when either is not a point. A point is an array
+ * [x, y] or [x, y, z], or a plain object with numeric x and y and optional z; z counts only when
+ * both points have a numeric z.
+ */
+function squaredDistance(a: unknown, b: unknown): number {
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null || !isPlain(a) || !isPlain(b)) return NaN;
+  const dx = coord(a, 0, 'x') - coord(b, 0, 'x');
+  const dy = coord(a, 1, 'y') - coord(b, 1, 'y');
+  const az = coord(a, 2, 'z');
+  const bz = coord(b, 2, 'z');
+  // NaN !== NaN: a missing z on either side means a 2D distance.
+  if (az === az && bz === bz) return dx * dx + dy * dy + (az - bz) * (az - bz);
+  return dx * dx + dy * dy;
+}
+
+/** `dist2(a, b)`: squared distance, or null when either is not a point. */
+export function dist2(a: unknown, b: unknown): number | null {
+  return finite(squaredDistance(a, b));
+}
+
+/** `dist(a, b)`: distance, or null when either is not a point. */
+export function dist(a: unknown, b: unknown): number | null {
+  return finite(Math.sqrt(squaredDistance(a, b)));
+}
+
+/**
+ * `nearest(list, from, maxDist)`: the element of `list` closest to `from` (ties: the first), skipping
+ * elements that are not points; null when `list` is not an array, `from` is not a point, `maxDist`
+ * is not a non-negative number, or no point is within `maxDist` (inclusive). Without maxDist the
+ * compiler passes Infinity.
+ */
+export function nearest(list: unknown, from: unknown, maxDist: unknown): unknown {
+  if (!isArray(list) || typeof maxDist !== 'number' || !(maxDist >= 0)) return null;
+  let best: unknown = null;
+  let bestD = maxDist * maxDist;
+  let found = false;
+  for (let i = 0; i < list.length; i++) {
+    const el: unknown = list[i];
+    const d = squaredDistance(el, from);
+    if (d < bestD || (!found && d <= bestD)) {
+      best = el;
+      bestD = d;
+      found = true;
+    }
+  }
+  return best;
+}
+
+/** The helpers by the name compiled code calls them; the compiler passes them into the generated function. */
+export const HELPERS = {
+  nn,
+  get,
+  at,
+  bbGet,
+  bbAt,
+  eq,
+  lt,
+  le,
+  gt,
+  ge,
+  add,
+  sub,
+  mul,
+  div,
+  mod,
+  neg,
+  num,
+  abs,
+  floor,
+  ceil,
+  round,
+  sqrt,
+  min2,
+  max2,
+  clamp,
+  len,
+  count,
+  has,
+  dist2,
+  dist,
+  nearest,
+} as const;
+
+/** Name of a runtime helper. */
+export type HelperName = keyof typeof HELPERS;
