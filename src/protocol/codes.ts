@@ -177,6 +177,8 @@ export const Msg = {
   serverMessage: (t: string): string => `${quote(t)} is a message the server sends, not one a client may send`,
   // E_BAD_FIELD
   badField: (path: string, why: string): string => `${path}: ${why}`,
+  /** After the first `LIMITS.maxEntryErrors` refused entries of a bb/result/snapshot message. */
+  moreEntries: (omitted: number): string => `${omitted} more entries were refused`,
   // E_UNKNOWN_TREE
   unknownTree: (tree: string): string => `unknown tree ${quote(tree)}`,
   // E_DUPLICATE_AGENT

@@ -162,7 +162,7 @@ export interface WelcomeMessage extends ServerReplyBase {
   /** Token for `hello.resume` after a dropped connection. */
   readonly resume: string;
   readonly mode: Mode;
-  /** Ticks per second (fixed mode); 0 in lockstep mode. */
+  /** Ticks per second of fixed mode (not used in lockstep mode). */
   readonly hz: number;
   /** Names of the loaded trees. */
   readonly trees: readonly string[];
@@ -218,18 +218,25 @@ export interface PongMessage extends ServerReplyBase {
   readonly n?: number;
 }
 
-/** A message was refused (or something else went wrong); `re` names the request when it had an `id`. */
+/**
+ * A message was refused (or something else went wrong); `re` names the request when it had an
+ * `id`. With `entry: true` only one entry of a `bb`, `result` or `snapshot` list was refused
+ * (`agent` is its agent id when readable) and the rest of the message was applied; without it,
+ * the whole message was dropped.
+ */
 export interface ErrorMessage extends ServerReplyBase {
   readonly t: 'error';
   readonly code: ErrorCode;
   readonly message: string;
+  readonly entry?: boolean;
+  readonly agent?: AgentId;
 }
 
 /** The server is about to close the socket (shutdown, limits). */
 export interface GoodbyeMessage {
   readonly t: 'goodbye';
   readonly reason: string;
-  /** Wait at least this long before reconnecting; absent means "whenever". */
+  /** Reconnect no sooner than this; absent means "do not reconnect" (taken over, abuse). */
   readonly retryAfterMs?: number;
 }
 
