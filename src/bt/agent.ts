@@ -15,7 +15,7 @@ export interface AgentOptions {
   readonly label?: string;
   /** Seeds the agent's random generator; default: a hash of the id. */
   readonly seed?: number;
-  /** Initial blackboard values (declared keys only: check with CompiledTree.unknownKeys first). */
+  /** Initial blackboard values (declared keys only: check against CompiledTree.blackboardKeys first). */
   readonly bb?: Readonly<Record<string, unknown>>;
 }
 

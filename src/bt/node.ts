@@ -37,6 +37,8 @@ export interface ParamSpec {
   readonly integer?: boolean;
   /** For 'number': -1 is also accepted and means "forever". */
   readonly forever?: boolean;
+  /** For 'writes': non-string values are JSON literals written as they are (subtree `args`). */
+  readonly literals?: boolean;
   /** For 'enum'. */
   readonly values?: readonly string[];
 }

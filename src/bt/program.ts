@@ -80,6 +80,7 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
 
   // Pass 1: number the nodes in pre-order (parents before children), inlining subtrees.
   const pending: PendingNode[] = [];
+  const inlining: string[] = [name];
   const assign = (def: NodeDefinition, path: string, file: string, parent: number): number => {
     const index = pending.length;
     const info = {
@@ -95,9 +96,13 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
     const kind = catalog.get(def.type);
     if (kind === undefined) throw new Error(`unknown node type '${def.type}' at ${file}:${path}`);
     if (def.type === 'subtree') {
-      const sub = source(def['tree'] as string);
-      if (sub === undefined) throw new Error(`unknown tree '${String(def['tree'])}'`);
-      info.children.push(assign(sub.root, 'root', def['tree'] as string, index));
+      const subName = def['tree'] as string;
+      const sub = source(subName);
+      if (sub === undefined) throw new Error(`unknown tree '${String(subName)}'`);
+      if (inlining.includes(subName)) throw new Error(`subtree cycle: ${[...inlining, subName].join(' → ')}`);
+      inlining.push(subName);
+      info.children.push(assign(sub.root, 'root', subName, index));
+      inlining.pop();
     } else if (kind.category === 'composite') {
       (def['children'] as NodeDefinition[]).forEach((c, k) => info.children.push(assign(c, `${path}.children[${k}]`, file, index)));
     } else if (kind.category === 'decorator') {
@@ -176,7 +181,10 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
       },
       param,
       expression: (n) => (typeof def[n] === 'string' ? expr(def[n], `${where}.${n}`) : null),
-      writes: (n) => Object.entries((def[n] as Record<string, string> | undefined) ?? {}).map(([k, src]) => [k, expr(src, `${where}.${n}.${k}`)] as const),
+      writes: (n) =>
+        Object.entries((def[n] as Record<string, unknown> | undefined) ?? {}).map(
+          ([k, src]) => [k, typeof src === 'string' ? expr(src, `${where}.${n}.${k}`) : literalValue(src)] as const,
+        ),
       args: (n) => compileArgs((def[n] as Record<string, unknown> | undefined) ?? {}, (src, k) => expr(src, `${where}.${n}.${k}`)),
       halt,
       registerAction(seqSlot, resultSlot) {
@@ -325,6 +333,12 @@ function compileArgs(
     for (let d = 0; d < dynamic.length; d++) out[dynamic[d]![0]] = dynamic[d]![1](agent);
     return out;
   };
+}
+
+/** A literal written to the blackboard: primitives shared, objects cloned per write (plugins may mutate them). */
+function literalValue(v: unknown): CompiledExpr {
+  if (v === null || typeof v !== 'object') return () => v;
+  return () => structuredClone(v);
 }
 
 function deepFreeze<T>(v: T): T {

@@ -164,6 +164,13 @@ describe('subtree', () => {
     expect(h.agent.tree.nodes[1]!.path).toBe('root');
   });
 
+  it('subtree args: non-string values are literals (objects cloned per entry)', () => {
+    const h = new Harness(tree({ type: 'subtree', name: 'st', tree: 'attack', args: { target: { x: 1 }, shots: 10 } }, {}, others));
+    h.step();
+    expect(h.agent.bb).toEqual({ target: { x: 1 }, shots: 11 });
+    expect(h.out.actions).toEqual([[1, 1, 'fire', { at: { x: 1 } }]]);
+  });
+
   it('halting the subtree node halts the inlined nodes and cancels their actions', () => {
     const h = new Harness(
       tree(

@@ -24,7 +24,8 @@ export const ROOTS = ['self', 'bb', 'world', 'agent', 'time', 'dt'] as const;
 export type Root = (typeof ROOTS)[number];
 
 /** Names that could lead to JavaScript internals; rejected wherever they name a property. */
-export const FORBIDDEN_NAMES: ReadonlySet<string> = new Set(['constructor', '__proto__', 'prototype']);
+export { FORBIDDEN_NAMES } from '../definition.js';
+import { FORBIDDEN_NAMES } from '../definition.js';
 
 /** A library function's signature: parameter names (for messages and docs) and argument counts. */
 export interface FunctionSignature {

@@ -15,7 +15,7 @@ export const parallel = defineNode({
   validate(node, report, { childCount }) {
     for (const field of ['success', 'failure'] as const) {
       const v = node[field];
-      if (typeof v === 'number' && v > childCount) report(`'${field}' is ${v} but the parallel has only ${childCount} children`, field);
+      if (typeof v === 'number' && v > childCount) report(`'${field}' is ${v} but the parallel has only ${childCount} ${childCount === 1 ? 'child' : 'children'}`, field);
     }
   },
   build(b) {

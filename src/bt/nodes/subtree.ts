@@ -9,7 +9,7 @@ export const subtree = defineNode({
   description: "Runs another tree's root in place. The subtree's declared blackboard keys join the agent's blackboard; `args` (key → expression) are written on entry.",
   params: {
     tree: { type: 'string', required: true, description: 'Name of the tree file to run (without extension).' },
-    args: { type: 'writes', default: {}, description: 'Blackboard key → expression, written when the subtree is entered.' },
+    args: { type: 'writes', literals: true, default: {}, description: "Blackboard key → value written when the subtree is entered: strings are expressions, other JSON values literals." },
   },
   build(b) {
     // The compiler inlines the named tree's root as this node's only child.
