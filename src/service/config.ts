@@ -1,0 +1,163 @@
+// The service's configuration: every setting is an environment variable (`CANOPY_PORT`) and a flag
+// of the start command (`--port`); flags win. docs/configuration.md describes each one.
+
+import { availableParallelism } from 'node:os';
+import { LIMITS } from '../protocol/index.js';
+
+/** The service's settings, parsed and checked. */
+export interface Config {
+  /** Interface to listen on. */
+  readonly host: string;
+  /** TCP port; 0 picks a free one. */
+  readonly port: number;
+  /** Folder holding the tree files. */
+  readonly trees: string;
+  /** Folder holding plugin modules, or null for none. */
+  readonly plugins: string | null;
+  /** Worker threads ticking agents; 0 ticks them on the main thread. */
+  readonly workers: number;
+  /** Default ticks per second of fixed-mode sessions. */
+  readonly hz: number;
+  /** Accepted API keys; empty means no authentication. */
+  readonly apiKeys: readonly string[];
+  /** pino log level. */
+  readonly logLevel: LogLevel;
+  /** How long a dropped session (or an idle HTTP session) is kept, in milliseconds. */
+  readonly resumeGraceMs: number;
+  /** Most agents in one session. */
+  readonly maxAgents: number;
+  /** Largest inbound frame (and HTTP body), in bytes. */
+  readonly maxFrameBytes: number;
+  /** Longest shutdown, from the signal to the process exit, in milliseconds. */
+  readonly shutdownMs: number;
+}
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A setting that cannot be used; `message` is the one line printed before exiting with code 2. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** The defaults, as documented. `workers` depends on the machine. */
+export function defaultConfig(): Config {
+  return {
+    host: '0.0.0.0',
+    port: 8080,
+    trees: './trees',
+    plugins: null,
+    workers: availableParallelism(),
+    hz: 20,
+    apiKeys: [],
+    logLevel: 'info',
+    resumeGraceMs: 30_000,
+    maxAgents: 100_000,
+    maxFrameBytes: LIMITS.defaultMaxFrameBytes,
+    shutdownMs: 10_000,
+  };
+}
+
+type Setter = (raw: string, name: string) => Partial<Config>;
+
+const MAX_FRAME_BYTES = 1024 * 1024 * 1024;
+
+/** Every setting: its key in Config (the flag and variable names derive from it) and its parser. */
+const SETTINGS: Readonly<Record<string, Setter>> = {
+  host: (raw, name) => ({ host: nonEmpty(raw, name) }),
+  port: (raw, name) => ({ port: integer(raw, name, 0, 65_535) }),
+  trees: (raw, name) => ({ trees: nonEmpty(raw, name) }),
+  plugins: (raw) => ({ plugins: raw.trim() === '' ? null : raw.trim() }),
+  workers: (raw, name) => ({ workers: integer(raw, name, 0, 256) }),
+  hz: (raw, name) => ({ hz: rate(raw, name) }),
+  apiKeys: (raw) => ({ apiKeys: raw.split(',').map((k) => k.trim()).filter((k) => k.length > 0) }),
+  logLevel: (raw, name) => ({ logLevel: level(raw, name) }),
+  resumeGraceMs: (raw, name) => ({ resumeGraceMs: integer(raw, name, 0, 86_400_000) }),
+  maxAgents: (raw, name) => ({ maxAgents: integer(raw, name, 1, 10_000_000) }),
+  maxFrameBytes: (raw, name) => ({ maxFrameBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
+  shutdownMs: (raw, name) => ({ shutdownMs: integer(raw, name, 0, 600_000) }),
+};
+
+/** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */
+export function envName(key: string): string {
+  return `CANOPY_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+}
+
+/** `resumeGraceMs` → `--resume-grace-ms`. */
+export function flagName(key: string): string {
+  return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
+/** Every setting's flag, variable and default, for `--help` and the docs test. */
+export function describeSettings(): Array<{ key: string; flag: string; env: string }> {
+  return Object.keys(SETTINGS).map((key) => ({ key, flag: flagName(key), env: envName(key) }));
+}
+
+/**
+ * Reads the configuration: defaults, then `CANOPY_*` variables of `env`, then the flags in `argv`
+ * (`--port 9000` or `--port=9000`). Unknown `CANOPY_*` variables are ignored (they may belong to
+ * a newer version); unknown flags are not.
+ * @throws {ConfigError} naming the first setting that is invalid and why.
+ */
+export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Config {
+  let config: Config = defaultConfig();
+  for (const [key, set] of Object.entries(SETTINGS)) {
+    const name = envName(key);
+    const raw = env[name];
+    if (raw !== undefined) config = { ...config, ...set(raw, name) };
+  }
+  const byFlag = new Map(Object.entries(SETTINGS).map(([key, set]) => [flagName(key), set]));
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.indexOf('=');
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    const set = byFlag.get(flag);
+    if (set === undefined) throw new ConfigError(`${flag}: unknown option (see --help)`);
+    let raw: string;
+    if (eq > 0) raw = arg.slice(eq + 1);
+    else {
+      const next = argv[i + 1];
+      if (next === undefined) throw new ConfigError(`${flag}: expected a value`);
+      raw = next;
+      i++;
+    }
+    config = { ...config, ...set(raw, flag) };
+  }
+  return config;
+}
+
+/** The settings as one line of JSON for the start-up log, API keys masked. */
+export function redactConfig(config: Config): Record<string, unknown> {
+  return { ...config, apiKeys: config.apiKeys.map(() => '***') };
+}
+
+function integer(raw: string, name: string, min: number, max: number): number {
+  const text = raw.trim();
+  const value = Number(text);
+  if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name}: expected an integer ${min}–${max}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+function rate(raw: string, name: string): number {
+  const text = raw.trim();
+  const value = Number(text);
+  if (text === '' || !Number.isFinite(value) || value <= 0 || value > LIMITS.maxHz) {
+    throw new ConfigError(`${name}: expected ticks per second, a number above 0 and at most ${LIMITS.maxHz}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+function nonEmpty(raw: string, name: string): string {
+  const text = raw.trim();
+  if (text === '') throw new ConfigError(`${name}: expected a non-empty value`);
+  return text;
+}
+
+function level(raw: string, name: string): LogLevel {
+  const text = raw.trim().toLowerCase();
+  const found = LOG_LEVELS.find((l) => l === text);
+  if (found === undefined) throw new ConfigError(`${name}: expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
+  return found;
+}

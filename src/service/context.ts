@@ -1,0 +1,62 @@
+// What the service's fastify plugins share: settings, the pool, sessions, metrics, the loaded trees
+// and whether the service is starting, ready or draining. Built once by createServer.
+
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Metrics } from './metrics.js';
+import type { AgentPool } from './pool/index.js';
+import type { SessionRegistry } from './sessions.js';
+
+/** Tuning that has no environment variable: defaults suit production, tests shrink them. */
+export interface Tuning {
+  /** WebSocket ping period; a socket that has not answered the previous ping is dropped. */
+  readonly pingIntervalMs: number;
+  /** Unsent bytes above which fixed-mode decisions are merged and lockstep reading pauses. */
+  readonly softBufferBytes: number;
+  /** Unsent bytes above which the client is told goodbye ('slow consumer') and dropped. */
+  readonly hardBufferBytes: number;
+  /** Invalid frames tolerated per window before goodbye ('too many invalid messages'). */
+  readonly abuseLimit: number;
+  readonly abuseWindowMs: number;
+  /** `goodbye.retryAfterMs` at shutdown. */
+  readonly retryAfterMs: number;
+}
+
+export const DEFAULT_TUNING: Tuning = {
+  pingIntervalMs: 15_000,
+  softBufferBytes: 4 * 1024 * 1024,
+  hardBufferBytes: 64 * 1024 * 1024,
+  abuseLimit: 50,
+  abuseWindowMs: 10_000,
+  retryAfterMs: 1000,
+};
+
+/** What createServer takes: the configuration, plus optional tuning. */
+export type ServerConfig = Config & { readonly tuning?: Partial<Tuning> };
+
+/** The service's life: 503 on /readyz unless `ready`. */
+export type Phase = 'starting' | 'ready' | 'draining' | 'closed';
+
+/** A WebSocket connection as the rest of the service sees it (for shutdown). */
+export interface LiveConnection {
+  /** Shutdown: ignore frames from now on (a tick in flight still answers). */
+  stopReading(): void;
+  /** Tells the client goodbye and closes the socket. */
+  goodbye(reason: string, retryAfterMs?: number): void;
+  /** Resolves when the socket is closed. */
+  readonly closed: Promise<void>;
+}
+
+/** Shared by every plugin of one server. */
+export interface ServiceContext {
+  readonly config: Config;
+  readonly tuning: Tuning;
+  readonly pool: AgentPool;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly sessions: SessionRegistry;
+  readonly connections: Set<LiveConnection>;
+  /** Names of the loaded trees, sorted. */
+  treeNames(): readonly string[];
+  phase: Phase;
+}

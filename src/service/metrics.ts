@@ -1,0 +1,111 @@
+// Prometheus metrics of one service instance (its own registry, so several servers can live in one
+// process, as in tests) and the fastify plugin serving them at GET /metrics.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Where the point-in-time gauges read their values when scraped. */
+export interface MetricsSources {
+  sessions(): ReadonlyArray<{ readonly mode: string; readonly transport: string; readonly connected: boolean }>;
+  agents(): number;
+  workers(): ReadonlyArray<{ readonly worker: number; readonly agents: number; readonly elu: number; readonly lastTickMs: number }>;
+}
+
+/** Every metric the service updates; names are documented in docs/configuration.md. */
+export class Metrics {
+  readonly registry = new Registry();
+  readonly ticks: Counter<'mode'>;
+  readonly tickDuration: Histogram<'mode'>;
+  readonly tickLateness: Histogram;
+  readonly missedTicks: Counter;
+  readonly decisionsFrames: Counter<'mode'>;
+  readonly heldDecisions: Counter;
+  readonly actions: Counter;
+  readonly cancels: Counter;
+  readonly bytesIn: Counter<'transport'>;
+  readonly bytesOut: Counter<'transport'>;
+  readonly errors: Counter<'code'>;
+  readonly unknownRows: Counter;
+  readonly goodbyes: Counter<'reason'>;
+  /** Point-in-time gauges, read from `sources` at scrape time. */
+  readonly gauges: Gauge[] = [];
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.gauges.push(new Gauge({
+      name: 'canopy_sessions',
+      help: 'Open sessions, by mode, transport and whether a client is connected (a dropped WebSocket session in its grace period is not)',
+      labelNames: ['mode', 'transport', 'connected'],
+      registers,
+      collect() {
+        this.reset();
+        for (const s of sources.sessions()) this.inc({ mode: s.mode, transport: s.transport, connected: String(s.connected) });
+      },
+    }));
+    this.gauges.push(new Gauge({
+      name: 'canopy_agents',
+      help: 'Agents alive in all sessions',
+      registers,
+      collect() {
+        this.set(sources.agents());
+      },
+    }));
+    const workerGauge = (name: string, help: string, read: (w: ReturnType<MetricsSources['workers']>[number]) => number): void => {
+      this.gauges.push(new Gauge({
+        name,
+        help,
+        labelNames: ['worker'],
+        registers,
+        collect() {
+          this.reset();
+          for (const w of sources.workers()) this.set({ worker: String(w.worker) }, read(w));
+        },
+      }));
+    };
+    workerGauge('canopy_worker_event_loop_utilization', 'Event-loop utilization of each worker thread since the previous sample, 0 to 1', (w) => w.elu);
+    workerGauge('canopy_worker_agents', 'Agents held by each worker thread', (w) => w.agents);
+    workerGauge('canopy_worker_last_tick_seconds', 'Duration of the last tick slice each worker ran', (w) => w.lastTickMs / 1000);
+
+    this.ticks = new Counter({ name: 'canopy_ticks_total', help: 'Session ticks run', labelNames: ['mode'], registers });
+    this.tickDuration = new Histogram({
+      name: 'canopy_tick_duration_seconds',
+      help: 'Time to tick every agent of one session once, workers included',
+      labelNames: ['mode'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers,
+    });
+    this.tickLateness = new Histogram({
+      name: 'canopy_tick_lateness_seconds',
+      help: 'How late fixed-rate ticks started against their schedule',
+      buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.missedTicks = new Counter({
+      name: 'canopy_missed_ticks_total',
+      help: 'Fixed-rate ticks skipped because the service was late by more than a period or the previous tick still ran',
+      registers,
+    });
+    this.decisionsFrames = new Counter({ name: 'canopy_decisions_frames_total', help: '`decisions` messages sent (heartbeats included)', labelNames: ['mode'], registers });
+    this.heldDecisions = new Counter({
+      name: 'canopy_decisions_merged_total',
+      help: 'Decisions held back and merged because the client read too slowly',
+      registers,
+    });
+    this.actions = new Counter({ name: 'canopy_actions_total', help: 'Actions issued to game servers', registers });
+    this.cancels = new Counter({ name: 'canopy_cancels_total', help: 'Running actions cancelled by the trees', registers });
+    this.bytesIn = new Counter({ name: 'canopy_bytes_received_total', help: 'Bytes of protocol messages received', labelNames: ['transport'], registers });
+    this.bytesOut = new Counter({ name: 'canopy_bytes_sent_total', help: 'Bytes of protocol messages sent', labelNames: ['transport'], registers });
+    this.errors = new Counter({ name: 'canopy_errors_total', help: 'Errors reported to clients, by protocol code', labelNames: ['code'], registers });
+    this.unknownRows = new Counter({ name: 'canopy_unknown_agent_rows_total', help: 'Snapshot observations for agents the session does not have (ignored)', registers });
+    this.goodbyes = new Counter({ name: 'canopy_goodbyes_total', help: 'Sockets closed by the service with `goodbye`, by reason', labelNames: ['reason'], registers });
+  }
+}
+
+/** GET /metrics in the Prometheus text format. */
+export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {
+  app.get('/metrics', async (_request, reply) => {
+    const text = await metrics.registry.metrics();
+    return reply.type(metrics.registry.contentType).send(text);
+  });
+};

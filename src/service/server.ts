@@ -1,0 +1,152 @@
+// Assembles the service: trees and plugins loaded and checked, the agent pool, and fastify with one
+// plugin per concern (WebSocket, trees, sessions, health, metrics). main.ts runs it; tests embed it.
+
+import websocket from '@fastify/websocket';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { pino, type Logger } from 'pino';
+import type { TreeLibrary } from '../bt/library.js';
+import { apiKeyHook } from './auth.js';
+import { DEFAULT_TUNING, type LiveConnection, type ServerConfig, type ServiceContext } from './context.js';
+import { healthRoutes } from './health.js';
+import { HttpErrorCode, respond, setUpBodies } from './http.js';
+import { Metrics, metricsRoutes } from './metrics.js';
+import { createAgentPool, type AgentPool } from './pool/index.js';
+import { SessionRegistry } from './sessions.js';
+import { sessionRoutes } from './sessionsHttp.js';
+import { StartupError, loadLibrary, treeRoutes } from './trees.js';
+import { GoodbyeReason, wsRoutes } from './ws.js';
+
+/** A running (or ready to run) service. */
+export interface CanopyServer {
+  readonly app: FastifyInstance;
+  readonly pool: AgentPool;
+  readonly library: TreeLibrary;
+  readonly metrics: Metrics;
+  /** Starts listening (config host and port; port 0 picks one), then waits for the workers: /readyz turns 200. */
+  listen(): Promise<{ port: number; host: string }>;
+  /**
+   * Drains and stops: /readyz 503 and new sessions refused; ticks in flight finish and their
+   * decisions go out; every client gets `goodbye` {reason: 'shutdown', retryAfterMs}; sockets,
+   * sessions, HTTP and workers close. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/** Per-request log lines at debug level: an HTTP lockstep game ticks through requests. */
+class QuietRequests extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ method: request.method, url: request.url.split('?')[0] }, 'incoming request');
+  }
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) request.log.warn({ err: error, statusCode: reply.statusCode }, 'request failed');
+    else request.log.debug({ statusCode: reply.statusCode, ms: reply.elapsedTime }, 'request completed');
+  }
+}
+
+/**
+ * Loads the trees and plugins (an invalid tree throws {@link StartupError} listing every problem),
+ * starts the pool and builds the fastify app. Nothing listens until `listen()`.
+ */
+export async function createServer(config: ServerConfig, options: { logger?: Logger } = {}): Promise<CanopyServer> {
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const tuning = { ...DEFAULT_TUNING, ...config.tuning };
+  const library = await loadLibrary(config.trees, config.plugins);
+  let pool: AgentPool;
+  try {
+    pool = await createAgentPool({
+      trees: config.trees,
+      workers: config.workers,
+      logger,
+      ...(config.plugins !== null ? { plugins: config.plugins } : {}),
+    });
+  } catch (err) {
+    throw new StartupError(err instanceof Error ? err.message : String(err));
+  }
+  const treeNames = library.names();
+  const connections = new Set<LiveConnection>();
+  // The gauges read sessions lazily, at scrape time.
+  let sessions: SessionRegistry | undefined;
+  const metrics = new Metrics({
+    sessions: () => sessions?.list() ?? [],
+    agents: () => pool.agentCount(),
+    workers: () => pool.workerStats(),
+  });
+  sessions = new SessionRegistry({ pool, metrics, logger, maxAgents: config.maxAgents }, config.resumeGraceMs);
+  const ctx: ServiceContext = {
+    config,
+    tuning,
+    pool,
+    metrics,
+    logger,
+    sessions,
+    connections,
+    treeNames: () => treeNames,
+    phase: 'starting',
+  };
+
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    logController: new QuietRequests(),
+    bodyLimit: config.maxFrameBytes,
+    return503OnClosing: true,
+  });
+  await app.register(websocket, {
+    options: { maxPayload: config.maxFrameBytes },
+    // A client vanishing mid-frame is routine: log it quietly and drop the socket.
+    errorHandler: (error, socket, request) => {
+      request.log.debug({ err: error }, 'websocket error');
+      socket.terminate();
+    },
+  });
+  setUpBodies(app, config.maxFrameBytes);
+  await app.register(healthRoutes, { ctx });
+  await app.register(metricsRoutes, { metrics });
+  // The API: API keys (when configured) are checked before any route runs, WebSocket upgrades included.
+  await app.register(async (api) => {
+    if (config.apiKeys.length > 0) api.addHook('onRequest', apiKeyHook(config.apiKeys));
+    await api.register(wsRoutes, { ctx });
+    await api.register(treeRoutes, { library });
+    await api.register(sessionRoutes, { ctx });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    respond(request, reply, { code: HttpErrorCode.E_NOT_FOUND, message: `no route ${request.method} ${request.url.split('?')[0]}` }, 404),
+  );
+
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    ctx.phase = 'draining';
+    const live = [...connections];
+    for (const c of live) c.stopReading();
+    // Finish the ticks in flight; fixed-mode decisions they make still go out.
+    await Promise.all(ctx.sessions.list().map((s) => s.quiesce()));
+    for (const c of live) c.goodbye(GoodbyeReason.shutdown, tuning.retryAfterMs);
+    await Promise.all(live.map((c) => c.closed));
+    await ctx.sessions.freeAll();
+    await app.close();
+    await pool.close();
+    ctx.phase = 'closed';
+    logger.info('canopy stopped');
+  };
+
+  return {
+    app,
+    pool,
+    library,
+    metrics,
+    async listen() {
+      await app.listen({ host: config.host, port: config.port });
+      const address = app.server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : config.port;
+      await pool.ready();
+      if (ctx.phase === 'starting') ctx.phase = 'ready';
+      logger.info({ host: config.host, port, trees: treeNames.length, workers: pool.workerCount }, 'canopy listening');
+      return { port, host: config.host };
+    },
+    close() {
+      closing ??= close();
+      return closing;
+    },
+  };
+}
+
+export { StartupError };

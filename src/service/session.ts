@@ -1,0 +1,342 @@
+// One session: a game server's agents, world state and clock, whatever carries its messages (a
+// WebSocket connection, or HTTP requests in lockstep mode). Messages arrive here already validated.
+
+import { randomBytes, randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import {
+  ErrorCode,
+  Msg,
+  type ActionResult,
+  type AgentId,
+  type BlackboardEntry,
+  type DecisionsFields,
+  type EntryError,
+  type Mode,
+  type SnapshotMessage,
+  type SpawnAgent,
+} from '../protocol/index.js';
+import { FixedClock, type ClockTick } from './clock.js';
+import type { Metrics } from './metrics.js';
+import type { AgentPool, Decisions, EntryError as PoolEntryError } from './pool/index.js';
+
+/** A fixed-mode session with nothing to say still sends an empty `decisions` this often. */
+export const HEARTBEAT_MS = 1000;
+
+/** Where a session's unsolicited output goes: the connection it is attached to. */
+export interface SessionOutput {
+  /** Fixed-mode decisions (the connection may hold and merge them for a slow reader). */
+  decisions(d: DecisionsFields): void;
+  /** Another connection took the session over (resume): this one must say goodbye and close. */
+  replaced(): void;
+}
+
+/** What every session shares: the pool, metrics, logger and limits. */
+export interface SessionHost {
+  readonly pool: AgentPool;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly maxAgents: number;
+}
+
+export interface SessionOptions {
+  readonly mode: Mode;
+  /** Ticks per second in fixed mode (ignored in lockstep). */
+  readonly hz: number;
+  /** Observation field names for positional rows, or null. */
+  readonly fields: readonly string[] | null;
+  readonly transport: 'ws' | 'http';
+}
+
+/** What applying a snapshot (or a `result` message) refused, entry by entry. */
+export interface ApplyOutcome {
+  readonly errors: readonly EntryError[];
+}
+
+/** A lockstep snapshot was refused as a whole (it is not ticked). */
+export class SnapshotRefused extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+/**
+ * One session. Fixed mode: a {@link FixedClock} ticks every agent at `hz` while a client is attached
+ * (the clock pauses while the session waits in its resume grace period, so no action is issued to
+ * a game server that cannot hear it). Lockstep mode: {@link lockstep} applies a snapshot and ticks
+ * once; concurrent calls run one after another in call order.
+ */
+export class Session {
+  readonly id: string = randomUUID();
+  readonly mode: Mode;
+  /** Ticks per second; 0 in lockstep mode. */
+  readonly hz: number;
+  readonly fields: readonly string[] | null;
+  readonly transport: 'ws' | 'http';
+  readonly createdAt = new Date();
+  /** Token to take the session over from a new connection; replaced at each takeover. */
+  resumeToken: string = newToken();
+  /** The latest snapshot tick applied (undefined before the first). */
+  basedOn: number | undefined;
+  /** Last tick run: the service tick (fixed) or the last snapshot tick ticked (lockstep). */
+  lastTick: number | undefined;
+  /** Game time of the last lockstep tick. */
+  private lastTime: number | undefined;
+  private readonly host: SessionHost;
+  private readonly clock: FixedClock | undefined;
+  private output: SessionOutput | null = null;
+  private lastDecisionsAt = performance.now();
+  /** Lockstep ticks run one after another: each waits for this. */
+  private tail: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  constructor(host: SessionHost, options: SessionOptions) {
+    this.host = host;
+    this.mode = options.mode;
+    this.hz = options.mode === 'fixed' ? options.hz : 0;
+    this.fields = options.fields;
+    this.transport = options.transport;
+    host.pool.createSession(this.id, { fields: options.fields, maxAgents: host.maxAgents });
+    if (options.mode === 'fixed') {
+      this.clock = new FixedClock(options.hz, {
+        tick: (t) => this.fixedTick(t),
+        idle: () => this.heartbeat(),
+        idleAt: () => this.lastDecisionsAt + HEARTBEAT_MS,
+      });
+    }
+  }
+
+  /** True while a client is attached. */
+  get connected(): boolean {
+    return this.output !== null;
+  }
+
+  /** True once the session ended (bye, grace expired, DELETE, shutdown). */
+  get ended(): boolean {
+    return this.closed;
+  }
+
+  /** True if `output` is the connection attached now. */
+  isAttachedTo(output: SessionOutput): boolean {
+    return this.output === output;
+  }
+
+  /**
+   * Attaches a connection; a fixed-mode clock (re)starts. A connection still attached (a takeover
+   * by resume before the old socket was seen to drop) is told it was replaced.
+   */
+  attach(output: SessionOutput): void {
+    if (this.closed) return;
+    const previous = this.output;
+    this.output = output;
+    this.lastDecisionsAt = performance.now();
+    if (previous !== null && previous !== output) previous.replaced();
+    this.clock?.start();
+  }
+
+  /**
+   * Detaches `output` if it is the attached connection: nothing more is sent, and the fixed clock
+   * pauses after the tick in flight (tree time does not advance while nobody listens).
+   */
+  async detach(output: SessionOutput): Promise<void> {
+    if (this.output !== output) return;
+    this.output = null;
+    await this.clock?.stop();
+  }
+
+  /** Stops ticking: resolves after the tick in flight (fixed) or the queued lockstep ticks. */
+  async quiesce(): Promise<void> {
+    await this.clock?.stop();
+    await this.tail.catch(() => undefined);
+  }
+
+  /** Ends the session and frees its agents (after the tick in flight). Idempotent. */
+  async end(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.output = null;
+    await this.quiesce();
+    this.host.pool.destroySession(this.id);
+  }
+
+  /** Creates agents; each entry succeeds or fails alone. `refused` are entries validation already dropped. */
+  spawn(agents: readonly SpawnAgent[], refused: readonly EntryError[] = []): { ids: AgentId[]; errors: EntryError[] } {
+    const out = this.host.pool.spawn(
+      this.id,
+      agents.map((a) => ({
+        id: a.id,
+        tree: a.tree,
+        ...(a.label !== undefined ? { label: a.label } : {}),
+        ...(a.seed !== undefined ? { seed: a.seed } : {}),
+        ...(a.bb !== undefined ? { bb: a.bb as Record<string, unknown> } : {}),
+      })),
+    );
+    return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
+  }
+
+  /** Frees agents; unknown ids come back as E_UNKNOWN_AGENT. */
+  despawn(ids: readonly AgentId[], refused: readonly EntryError[] = []): { ids: AgentId[]; errors: EntryError[] } {
+    const out = this.host.pool.despawn(this.id, ids);
+    return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
+  }
+
+  /** Blackboard writes, applied at the next tick. */
+  setBlackboard(set: readonly BlackboardEntry[]): EntryError[] {
+    if (set.length === 0) return [];
+    return entryErrors(this.host.pool.setBlackboard(this.id, set as ReadonlyArray<readonly [AgentId, Record<string, unknown>]>));
+  }
+
+  /** Action results; a result for a seq no longer running is ignored by the agent. */
+  results(results: readonly ActionResult[]): EntryError[] {
+    if (results.length === 0) return [];
+    return entryErrors(this.host.pool.results(this.id, results));
+  }
+
+  /**
+   * Applies a snapshot: world, observations, results; `basedOn` becomes its tick. In fixed mode the
+   * next clock tick sees it. Observations for unknown agents are ignored and counted.
+   */
+  applySnapshot(msg: SnapshotMessage): EntryError[] {
+    const pool = this.host.pool;
+    if (msg.world !== undefined) pool.setWorld(this.id, msg.world);
+    if (msg.agents !== undefined || msg.full === true) {
+      const { unknown } = pool.observe(
+        this.id,
+        (msg.agents ?? []) as Parameters<AgentPool['observe']>[1],
+        msg.full === true,
+      );
+      if (unknown > 0) this.host.metrics.unknownRows.inc(unknown);
+    }
+    const errors = msg.results !== undefined ? this.results(msg.results) : [];
+    this.basedOn = msg.tick;
+    return errors;
+  }
+
+  /**
+   * Lockstep: applies the snapshot and ticks every agent exactly once at tree time `msg.time`,
+   * after every earlier call has finished. Resolves with the decisions to send (`tick` = the
+   * snapshot's tick), and the per-entry errors of the snapshot.
+   * @throws {SnapshotRefused} when `time` is missing or goes backwards (nothing is applied).
+   */
+  lockstep(msg: SnapshotMessage): Promise<{ decisions: DecisionsFields; errors: EntryError[] }> {
+    const run = this.tail.then(() => this.lockstepNow(msg));
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  private async lockstepNow(msg: SnapshotMessage): Promise<{ decisions: DecisionsFields; errors: EntryError[] }> {
+    if (this.closed) throw new SnapshotRefused(ErrorCode.E_BAD_FIELD, 'the session has ended');
+    const time = msg.time;
+    if (time === undefined) {
+      throw new SnapshotRefused(ErrorCode.E_BAD_FIELD, Msg.badField('snapshot.time', 'expected a number (required in lockstep mode)'));
+    }
+    if (this.lastTime !== undefined && time < this.lastTime) {
+      throw new SnapshotRefused(
+        ErrorCode.E_BAD_FIELD,
+        Msg.badField('snapshot.time', `must not go backwards: the previous snapshot had time ${this.lastTime}, this one ${time}`),
+      );
+    }
+    const errors = this.applySnapshot(msg);
+    const dt = this.lastTime === undefined ? 0 : time - this.lastTime;
+    this.lastTime = time;
+    const decisions = await this.runTick(msg.tick, time, dt);
+    return { decisions, errors };
+  }
+
+  private async fixedTick(t: ClockTick): Promise<void> {
+    const metrics = this.host.metrics;
+    if (t.missed > 0) metrics.missedTicks.inc(t.missed);
+    metrics.tickLateness.observe(t.lateMs / 1000);
+    let d: DecisionsFields;
+    try {
+      d = await this.runTick(t.n, t.time, t.dt);
+    } catch (err) {
+      // A worker crashed: its agents are reported as E_INTERNAL in the next tick's decisions.
+      this.host.logger.warn({ err, session: this.id, tick: t.n }, 'tick failed');
+      return;
+    }
+    const output = this.output;
+    if (output === null) return; // detached meanwhile: decisions made now are not replayed
+    if (hasContent(d)) this.emit(output, d);
+    else this.heartbeat();
+  }
+
+  /** Sends an empty `decisions` when nothing was sent for a second (fixed mode). */
+  private heartbeat(): void {
+    const output = this.output;
+    if (output === null) return;
+    // 1 ms of slack: timers may fire a fraction of a millisecond early.
+    if (performance.now() - this.lastDecisionsAt < HEARTBEAT_MS - 1) return;
+    // Before the first tick there is no service tick yet: the heartbeat says tick 0.
+    this.emit(output, { tick: this.lastTick ?? 0, basedOn: this.basedOn });
+  }
+
+  private emit(output: SessionOutput, d: DecisionsFields): void {
+    this.lastDecisionsAt = performance.now();
+    output.decisions(d);
+  }
+
+  /** Ticks every agent once; counts the tick and what it decided. */
+  private async runTick(tick: number, time: number, dt: number): Promise<DecisionsFields> {
+    const metrics = this.host.metrics;
+    const basedOn = this.basedOn;
+    const started = performance.now();
+    let d: Decisions;
+    try {
+      d = await this.host.pool.tick(this.id, tick, time, dt, basedOn ?? -1);
+    } finally {
+      metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
+    }
+    this.lastTick = tick;
+    metrics.ticks.inc({ mode: this.mode });
+    if (d.actions.length > 0) metrics.actions.inc(d.actions.length);
+    if (d.cancels.length > 0) metrics.cancels.inc(d.cancels.length);
+    for (const e of d.errors) metrics.errors.inc({ code: e[1] });
+    return {
+      tick,
+      basedOn,
+      actions: d.actions as DecisionsFields['actions'],
+      cancels: d.cancels,
+      done: d.done,
+      errors: d.errors as DecisionsFields['errors'],
+    };
+  }
+
+  /** A plain description for `GET /v1/sessions` (never the resume token). */
+  describe(): Record<string, unknown> {
+    return {
+      session: this.id,
+      mode: this.mode,
+      hz: this.hz,
+      transport: this.transport,
+      connected: this.connected,
+      agents: this.host.pool.agentCount(this.id),
+      tick: this.lastTick ?? null,
+      basedOn: this.basedOn ?? null,
+      fields: this.fields,
+      createdAt: this.createdAt.toISOString(),
+    };
+  }
+}
+
+/** An unguessable resume token: 192 random bits. */
+function newToken(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** Replaces the token after a takeover, so a token works once. */
+export function rotateToken(session: Session): string {
+  session.resumeToken = newToken();
+  return session.resumeToken;
+}
+
+function hasContent(d: DecisionsFields): boolean {
+  return (d.actions?.length ?? 0) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
+}
+
+/** The pool's entry errors in protocol form (no `id` when it could not be read). */
+function entryErrors(errors: readonly PoolEntryError[]): EntryError[] {
+  return errors.map((e) => (e.id === null ? { code: e.code, message: e.message } : { id: e.id, code: e.code, message: e.message }));
+}

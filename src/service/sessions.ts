@@ -1,0 +1,86 @@
+// Every live session of the service, by id and by resume token, with the timers that free
+// sessions nobody comes back for: a dropped WebSocket session, or an idle HTTP session.
+
+import { timingSafeEqual } from 'node:crypto';
+import { rotateToken, Session, type SessionHost, type SessionOptions } from './session.js';
+
+/** The registry. Freed sessions leave both maps at once. */
+export class SessionRegistry {
+  private readonly byId = new Map<string, Session>();
+  private readonly timers = new Map<Session, NodeJS.Timeout>();
+  private readonly host: SessionHost;
+  private readonly graceMs: number;
+
+  constructor(host: SessionHost, graceMs: number) {
+    this.host = host;
+    this.graceMs = graceMs;
+  }
+
+  /** Opens a new session. */
+  create(options: SessionOptions): Session {
+    const session = new Session(this.host, options);
+    this.byId.set(session.id, session);
+    return session;
+  }
+
+  get(id: string): Session | undefined {
+    return this.byId.get(id);
+  }
+
+  list(): Session[] {
+    return [...this.byId.values()];
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /**
+   * The WebSocket session `token` resumes, with a fresh token, its grace timer cancelled; undefined
+   * when no live session has that token. Comparison takes the same time whatever the token.
+   */
+  takeOver(token: string): Session | undefined {
+    const wanted = Buffer.from(token);
+    for (const session of this.byId.values()) {
+      if (session.transport !== 'ws' || session.ended) continue;
+      const have = Buffer.from(session.resumeToken);
+      if (have.length === wanted.length && timingSafeEqual(have, wanted)) {
+        this.cancelTimer(session);
+        rotateToken(session);
+        return session;
+      }
+    }
+    return undefined;
+  }
+
+  /** Starts (or restarts) the countdown after which `session` is freed unless taken over or touched. */
+  keepFor(session: Session, ms: number = this.graceMs): void {
+    this.cancelTimer(session);
+    const timer = setTimeout(() => {
+      this.timers.delete(session);
+      void this.free(session);
+    }, ms);
+    timer.unref();
+    this.timers.set(session, timer);
+  }
+
+  /** Ends a session and frees its agents. */
+  async free(session: Session): Promise<void> {
+    this.cancelTimer(session);
+    this.byId.delete(session.id);
+    await session.end();
+  }
+
+  /** Ends every session (shutdown). */
+  async freeAll(): Promise<void> {
+    await Promise.all(this.list().map((s) => this.free(s)));
+  }
+
+  private cancelTimer(session: Session): void {
+    const timer = this.timers.get(session);
+    if (timer !== undefined) {
+      clearTimeout(timer);
+      this.timers.delete(session);
+    }
+  }
+}

@@ -1,0 +1,146 @@
+// The loaded trees as the service shows them (GET /v1/trees, GET /v1/trees/:name), validation of a
+// tree before it is deployed (POST /v1/trees/validate), and loading the tree folder at start-up.
+
+import { readdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { FastifyPluginAsync } from 'fastify';
+import { NodeCatalog, registerPlugin, type CanopyPlugin } from '../bt/index.js';
+import { TreeLibrary, formatErrors, parseTreeText } from '../bt/library.js';
+import { validateTree, type ValidationError } from '../bt/validate.js';
+import { ErrorCode, Msg } from '../protocol/index.js';
+import { bodyMap, HttpError, respond } from './http.js';
+
+/** Start-up cannot go on: the message lists every problem, one per line. Exit code 1. */
+export class StartupError extends Error {
+  override readonly name = 'StartupError';
+}
+
+/** Plugin modules are plain JavaScript (the same rule as the pool's loader). */
+const PLUGIN_FILE = /\.(?:js|mjs|cjs)$/;
+
+/**
+ * Registers the plugins of `plugins` (if any) in a fresh catalog and loads the tree folder with it:
+ * the library the HTTP routes show and validate against.
+ * @throws {StartupError} listing every invalid tree (formatErrors), or why a plugin or the folder failed.
+ */
+export async function loadLibrary(trees: string, plugins: string | null): Promise<TreeLibrary> {
+  const catalog = new NodeCatalog();
+  if (plugins !== null) {
+    let files: string[];
+    try {
+      files = (await readdir(plugins)).filter((f) => PLUGIN_FILE.test(f)).toSorted();
+    } catch (err) {
+      throw new StartupError(`CANOPY_PLUGINS: cannot read folder ${plugins}: ${String((err as Error).message)}`);
+    }
+    for (const file of files) {
+      let plugin: CanopyPlugin | undefined;
+      try {
+        plugin = ((await import(pathToFileURL(join(resolve(plugins), file)).href)) as { default?: CanopyPlugin }).default;
+      } catch (err) {
+        throw new StartupError(`${join(plugins, file)}: the plugin failed to load: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      if (plugin === undefined || plugin === null || typeof plugin !== 'object' || typeof plugin.name !== 'string') {
+        throw new StartupError(`${join(plugins, file)}: must default-export a plugin (an object with a 'name'; see definePlugin)`);
+      }
+      try {
+        registerPlugin(catalog, plugin);
+      } catch (err) {
+        throw new StartupError(`${join(plugins, file)}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+  }
+  let result;
+  try {
+    result = await TreeLibrary.loadFolder(trees, { catalog });
+  } catch (err) {
+    throw new StartupError(`CANOPY_TREES: cannot read folder ${trees}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (!result.ok) throw new StartupError(formatErrors(result.errors));
+  return result.library;
+}
+
+/** One validation error as the HTTP API shows it. */
+export interface ValidationErrorView {
+  readonly code: string;
+  readonly tree: string;
+  readonly path: string;
+  readonly field: string | null;
+  readonly message: string;
+  readonly line?: number;
+  readonly column?: number;
+}
+
+function view(e: ValidationError): ValidationErrorView {
+  return {
+    code: e.code,
+    tree: e.file,
+    path: e.path,
+    field: e.field ?? null,
+    message: e.message,
+    ...(e.line !== undefined ? { line: e.line } : {}),
+    ...(e.column !== undefined ? { column: e.column } : {}),
+  };
+}
+
+/** Default name of a tree validated without one. */
+const UNNAMED = 'tree';
+
+/**
+ * Validates a tree posted to /v1/trees/validate. The body is either a tree definition itself
+ * (`{ root, blackboard? }`), or `{ name?, definition, trees? }` where `trees` maps names to
+ * definitions of subtrees not loaded yet (they win over loaded trees of the same name); `definition`
+ * may be YAML or JSON text. Subtrees are otherwise resolved among the loaded trees.
+ */
+export function validatePosted(library: TreeLibrary, body: Record<string, unknown>): { valid: boolean; errors: ValidationErrorView[] } {
+  const wrapped = 'definition' in body && !('root' in body);
+  const name = wrapped && body.name !== undefined ? body.name : UNNAMED;
+  if (typeof name !== 'string' || name.length === 0) throw new HttpError(400, ErrorCode.E_BAD_FIELD, Msg.badField('name', 'expected a non-empty string'));
+  let definition: unknown = wrapped ? body.definition : body;
+  if (typeof definition === 'string') {
+    const parsed = parseTreeText(definition, definition.trimStart().startsWith('{') ? 'json' : 'yaml');
+    if (!parsed.ok) {
+      return { valid: false, errors: [view({ code: 'E_TREE_PARSE', file: name, path: '', message: parsed.message, line: parsed.line, column: parsed.column })] };
+    }
+    definition = parsed.value;
+  }
+  const extra = wrapped ? (body.trees ?? {}) : {};
+  if (typeof extra !== 'object' || extra === null || Array.isArray(extra)) {
+    throw new HttpError(400, ErrorCode.E_BAD_FIELD, Msg.badField('trees', 'expected a map of tree name → definition'));
+  }
+  const others = extra as Record<string, unknown>;
+  const lookup = (tree: string): unknown => {
+    if (tree === name) return definition;
+    if (Object.hasOwn(others, tree)) return others[tree];
+    return library.definition(tree);
+  };
+  const treeNames = [...new Set([name, ...Object.keys(others), ...library.names()])].toSorted();
+  const errors = validateTree(name, definition, { catalog: library.catalog, file: name, trees: lookup, treeNames });
+  return { valid: errors.length === 0, errors: errors.map(view) };
+}
+
+/** GET /v1/trees, GET /v1/trees/:name, POST /v1/trees/validate. */
+export const treeRoutes: FastifyPluginAsync<{ library: TreeLibrary }> = async (app, { library }) => {
+  app.get('/v1/trees', async (request, reply) => {
+    const trees = library.names().map((name) => {
+      const def = library.definition(name);
+      return {
+        name,
+        description: def?.description ?? null,
+        blackboard: Object.keys(def?.blackboard ?? {}),
+        nodes: library.get(name)?.nodeCount ?? 0,
+      };
+    });
+    return respond(request, reply, { trees });
+  });
+
+  app.get<{ Params: { name: string } }>('/v1/trees/:name', async (request, reply) => {
+    const def = library.definition(request.params.name);
+    if (def === undefined) throw new HttpError(404, ErrorCode.E_UNKNOWN_TREE, Msg.unknownTree(request.params.name));
+    return respond(request, reply, def);
+  });
+
+  app.post('/v1/trees/validate', async (request, reply) => {
+    return respond(request, reply, validatePosted(library, bodyMap(request)));
+  });
+};

@@ -1,0 +1,423 @@
+// The WebSocket endpoint (GET /v1/ws): one connection carries one session. Frames are validated by
+// the protocol module, handled in arrival order, and answered on the same socket.
+
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
+import {
+  ErrorCode,
+  LIMITS,
+  Msg,
+  encodeDecisions,
+  encodeDespawned,
+  encodeError,
+  encodeGoodbye,
+  encodePong,
+  encodeSpawned,
+  encodeWelcome,
+  parseClientFrame,
+  type DecisionsFields,
+  type EntryError,
+  type HelloMessage,
+  type ParseResult,
+  type SnapshotMessage,
+} from '../protocol/index.js';
+import type { LiveConnection, ServiceContext } from './context.js';
+import { HttpErrorCode } from './http.js';
+import { Outbox } from './outbox.js';
+import { SnapshotRefused, type Session, type SessionOutput } from './session.js';
+
+/** Frames waiting behind a lockstep tick before the socket stops being read. */
+const MAX_QUEUED_FRAMES = 64;
+/** After a goodbye, how long the close handshake may take before the socket is destroyed. */
+const CLOSE_TIMEOUT_MS = 2000;
+
+/** WebSocket close codes the service uses. */
+export const CloseCode = {
+  normal: 1000,
+  goingAway: 1001,
+  protocolError: 1002,
+  policy: 1008,
+} as const;
+
+/** `goodbye.reason` values. */
+export const GoodbyeReason = {
+  shutdown: 'shutdown',
+  slowConsumer: 'slow consumer',
+  abuse: 'too many invalid messages',
+  replaced: 'session resumed by another connection',
+} as const;
+
+/** The route; the upgrade itself is guarded by the hooks of the enclosing scope (API keys, draining). */
+export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app, { ctx }) => {
+  const live = new Set<Connection>();
+  // One timer for every socket: each tick pings, and drops the sockets that missed the last ping.
+  const pinger = setInterval(() => {
+    for (const c of live) c.heartbeat();
+  }, ctx.tuning.pingIntervalMs);
+  pinger.unref();
+  app.addHook('onClose', async () => clearInterval(pinger));
+  // New sessions are refused while the service starts or drains: 503 at the upgrade, no socket.
+  app.addHook('onRequest', async (_request, reply) => {
+    if (ctx.phase !== 'ready') {
+      await reply.code(503).header('retry-after', Math.ceil(ctx.tuning.retryAfterMs / 1000)).send({ code: HttpErrorCode.E_UNAVAILABLE, message: 'the service is not accepting new sessions' });
+    }
+  });
+
+  app.get('/v1/ws', { websocket: true }, (socket, request) => {
+    const connection = new Connection(socket, ctx, request.log);
+    live.add(connection);
+    ctx.connections.add(connection);
+    void connection.closed.then(() => {
+      live.delete(connection);
+      ctx.connections.delete(connection);
+    });
+  });
+};
+
+/** One WebSocket connection: the hello handshake, then the session's messages. */
+class Connection implements LiveConnection, SessionOutput {
+  readonly closed: Promise<void>;
+  private readonly socket: WebSocket;
+  private readonly ctx: ServiceContext;
+  private readonly log: FastifyBaseLogger;
+  private readonly outbox: Outbox;
+  private session: Session | undefined;
+  /** Frames that arrived while a lockstep tick ran, handled in order once it finishes. */
+  private readonly queue: Buffer[] = [];
+  private queueHead = 0;
+  private busy = false;
+  private readonly pausedBy = new Set<'queue' | 'congestion'>();
+  /** Set once the connection is going away (bye, goodbye, fatal error): later frames are ignored. */
+  private ending = false;
+  private alive = true;
+  private invalidCount = 0;
+  private invalidWindowStart = 0;
+
+  constructor(socket: WebSocket, ctx: ServiceContext, log: FastifyBaseLogger) {
+    this.socket = socket;
+    this.ctx = ctx;
+    this.log = log;
+    const metrics = ctx.metrics;
+    this.outbox = new Outbox(socket, {
+      softBytes: ctx.tuning.softBufferBytes,
+      hardBytes: ctx.tuning.hardBufferBytes,
+      onSent: (bytes, kind) => {
+        metrics.bytesOut.inc({ transport: 'ws' }, bytes);
+        if (kind === 'decisions') metrics.decisionsFrames.inc({ mode: this.session?.mode ?? 'fixed' });
+      },
+      onMerged: () => metrics.heldDecisions.inc(),
+      onOverflow: () => this.goodbye(GoodbyeReason.slowConsumer),
+      onDrained: () => this.setPaused('congestion', false),
+    });
+    this.closed = new Promise((resolve) => socket.once('close', () => {
+      this.onClose();
+      resolve();
+    }));
+    socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    socket.on('pong', () => {
+      this.alive = true;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Socket events
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    if (this.ending) return;
+    const bytes = toBuffer(data);
+    this.ctx.metrics.bytesIn.inc({ transport: 'ws' }, bytes.length);
+    if (!isBinary) {
+      this.refuse(ErrorCode.E_PROTOCOL, 'text frames are not part of the protocol; send each message as one binary MessagePack frame');
+      if (this.session === undefined) this.close(CloseCode.protocolError);
+      return;
+    }
+    if (this.busy) {
+      this.queue.push(bytes);
+      if (this.queue.length - this.queueHead >= MAX_QUEUED_FRAMES) this.setPaused('queue', true);
+      return;
+    }
+    this.process(bytes);
+  }
+
+  /** Handles one frame; while a lockstep tick runs, later frames wait in the queue. */
+  private process(bytes: Buffer): void {
+    let pending: Promise<void> | undefined;
+    try {
+      pending = this.handle(bytes);
+    } catch (err) {
+      this.internalError(err);
+    }
+    if (pending === undefined) return;
+    this.busy = true;
+    void pending.then(() => {
+      this.busy = false;
+      this.drain();
+    });
+  }
+
+  private drain(): void {
+    while (!this.busy && !this.ending && this.queueHead < this.queue.length) {
+      const next = this.queue[this.queueHead]!;
+      this.queue[this.queueHead++] = EMPTY;
+      this.process(next);
+    }
+    if (this.queueHead === this.queue.length) {
+      this.queue.length = 0;
+      this.queueHead = 0;
+      this.setPaused('queue', false);
+    }
+  }
+
+  private onClose(): void {
+    this.ending = true;
+    const session = this.session;
+    if (session === undefined || session.ended || !session.isAttachedTo(this)) return;
+    void session.detach(this);
+    // At shutdown every session is freed anyway; otherwise keep it for a resume.
+    if (this.ctx.phase === 'ready') this.ctx.sessions.keepFor(session);
+  }
+
+  /** Shutdown: frames arriving from now on are ignored; a lockstep tick in flight still answers. */
+  stopReading(): void {
+    this.ending = true;
+  }
+
+  /** Called by the server's ping timer. */
+  heartbeat(): void {
+    if (!this.alive) {
+      this.log.debug({ session: this.session?.id }, 'dropping a socket that did not answer ping');
+      this.socket.terminate();
+      return;
+    }
+    this.alive = false;
+    try {
+      this.socket.ping();
+    } catch {
+      // The socket is closing; its close event does the rest.
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Messages
+
+  private handle(bytes: Buffer): Promise<void> | undefined {
+    const session = this.session;
+    if (session === undefined) {
+      this.beforeHello(parseClientFrame(bytes, this.ctx.config.maxFrameBytes));
+      return undefined;
+    }
+    const parsed = parseClientFrame(bytes, this.ctx.config.maxFrameBytes, {
+      fieldCount: session.fields?.length ?? 0,
+      mode: session.mode,
+    });
+    if (!parsed.ok) {
+      this.invalid(parsed.code, parsed.message, parsed.re);
+      return undefined;
+    }
+    const msg = parsed.msg;
+    switch (msg.t) {
+      case 'hello':
+        this.invalid(ErrorCode.E_PROTOCOL, `hello was already answered; this connection carries session ${session.id}`, msg.id);
+        return undefined;
+      case 'spawn': {
+        const out = session.spawn(msg.agents, parsed.errors);
+        this.countEntryErrors(out.errors);
+        this.outbox.send(encodeSpawned(out.ids, out.errors, msg.id));
+        return undefined;
+      }
+      case 'despawn': {
+        const out = session.despawn(msg.ids, parsed.errors);
+        this.countEntryErrors(out.errors);
+        this.outbox.send(encodeDespawned(out.ids, out.errors, msg.id));
+        return undefined;
+      }
+      case 'bb':
+        this.entryErrors([...parsed.errors, ...session.setBlackboard(msg.set)], parsed.omittedErrors, msg.id);
+        return undefined;
+      case 'result':
+        this.entryErrors([...parsed.errors, ...session.results(msg.results)], parsed.omittedErrors, msg.id);
+        return undefined;
+      case 'snapshot':
+        if (session.mode === 'lockstep') return this.lockstep(session, msg, parsed.errors, parsed.omittedErrors);
+        this.entryErrors([...parsed.errors, ...session.applySnapshot(msg)], parsed.omittedErrors, msg.id);
+        return undefined;
+      case 'ping':
+        this.outbox.send(encodePong(msg.n, msg.id));
+        return undefined;
+      case 'bye':
+        this.bye(session);
+        return undefined;
+    }
+  }
+
+  private beforeHello(parsed: ParseResult): void {
+    if (!parsed.ok) {
+      if (parsed.code === ErrorCode.E_VERSION) {
+        this.refuse(parsed.code, parsed.message, parsed.re);
+        this.close(CloseCode.protocolError);
+      } else if ((parsed.code === ErrorCode.E_BAD_FIELD || parsed.code === ErrorCode.E_LIMIT) && parsed.message.startsWith('hello.')) {
+        // A hello with a bad field: say which, and wait for a better hello.
+        this.invalid(parsed.code, parsed.message, parsed.re);
+      } else {
+        const message = parsed.code === ErrorCode.E_PROTOCOL ? parsed.message : `the first message must be hello (${parsed.message})`;
+        this.refuse(ErrorCode.E_PROTOCOL, message, parsed.re);
+        this.close(CloseCode.protocolError);
+      }
+      return;
+    }
+    const msg = parsed.msg;
+    if (msg.t !== 'hello') {
+      this.refuse(ErrorCode.E_PROTOCOL, Msg.helloFirst(msg.t), msg.id);
+      this.close(CloseCode.protocolError);
+      return;
+    }
+    this.hello(msg);
+  }
+
+  private hello(msg: HelloMessage): void {
+    const ctx = this.ctx;
+    if (ctx.phase !== 'ready') {
+      this.goodbye(GoodbyeReason.shutdown, ctx.tuning.retryAfterMs);
+      return;
+    }
+    let session = msg.resume !== undefined ? ctx.sessions.takeOver(msg.resume) : undefined;
+    const resumed = session !== undefined;
+    session ??= ctx.sessions.create({
+      mode: msg.mode ?? 'fixed',
+      hz: msg.hz ?? ctx.config.hz,
+      fields: msg.fields ?? null,
+      transport: 'ws',
+    });
+    this.session = session;
+    this.outbox.send(
+      encodeWelcome(
+        {
+          session: session.id,
+          resume: session.resumeToken,
+          mode: session.mode,
+          hz: session.hz,
+          trees: ctx.treeNames(),
+          limits: {
+            maxAgents: ctx.config.maxAgents,
+            maxFrameBytes: ctx.config.maxFrameBytes,
+            maxListLength: LIMITS.maxListLength,
+            maxFields: LIMITS.maxFields,
+            maxHz: LIMITS.maxHz,
+            resumeGraceMs: ctx.config.resumeGraceMs,
+          },
+        },
+        msg.id,
+      ),
+    );
+    session.attach(this);
+    this.log.debug({ session: session.id, mode: session.mode, resumed }, resumed ? 'session resumed' : 'session opened');
+  }
+
+  private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number): Promise<void> {
+    let decisions: DecisionsFields;
+    try {
+      const out = await session.lockstep(msg);
+      this.entryErrors([...refused, ...out.errors], omitted, msg.id);
+      decisions = out.decisions;
+    } catch (err) {
+      if (err instanceof SnapshotRefused) {
+        this.entryErrors(refused, omitted, msg.id);
+        this.invalid(err.code, err.message, msg.id);
+        return;
+      }
+      // The tick failed (a worker crashed): still answer this tick, so the game's loop goes on.
+      this.internalError(err, msg.id);
+      decisions = { tick: msg.tick, basedOn: session.basedOn };
+    }
+    if (!session.isAttachedTo(this)) return;
+    this.outbox.send(encodeDecisions(decisions), 'decisions');
+    // Lockstep backpressure: stop reading snapshots until the client has read its decisions.
+    if (this.outbox.congested) this.setPaused('congestion', true);
+  }
+
+  private bye(session: Session): void {
+    this.ending = true;
+    void this.ctx.sessions.free(session);
+    this.close(CloseCode.normal);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // SessionOutput
+
+  decisions(d: DecisionsFields): void {
+    this.outbox.decisions(d);
+  }
+
+  replaced(): void {
+    this.goodbye(GoodbyeReason.replaced);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Replies
+
+  /** Sends `error`. */
+  private refuse(code: ErrorCode, message: string, re?: number): void {
+    this.ctx.metrics.errors.inc({ code });
+    this.outbox.send(encodeError(code, message, re));
+  }
+
+  /** Sends `error` for a refused message, and says goodbye to a client that keeps sending them. */
+  private invalid(code: ErrorCode, message: string, re?: number): void {
+    this.refuse(code, message, re);
+    const now = performance.now();
+    if (now - this.invalidWindowStart > this.ctx.tuning.abuseWindowMs) {
+      this.invalidWindowStart = now;
+      this.invalidCount = 0;
+    }
+    if (++this.invalidCount > this.ctx.tuning.abuseLimit) this.goodbye(GoodbyeReason.abuse);
+  }
+
+  /** One `error` per refused entry (bb, result, snapshot), then a count of those left out. */
+  private entryErrors(errors: readonly EntryError[], omitted: number, re: number | undefined): void {
+    for (const e of errors) this.refuse(e.code, e.message, re);
+    if (omitted > 0) this.refuse(ErrorCode.E_BAD_FIELD, `${omitted} more entries were refused`, re);
+  }
+
+  private countEntryErrors(errors: readonly EntryError[]): void {
+    for (const e of errors) this.ctx.metrics.errors.inc({ code: e.code });
+  }
+
+  private internalError(err: unknown, re?: number): void {
+    this.log.error({ err, session: this.session?.id }, 'internal error while handling a message');
+    this.refuse(ErrorCode.E_INTERNAL, Msg.internal(), re);
+  }
+
+  /** Tells the client why, then closes. The session stays resumable unless the service is shutting down. */
+  goodbye(reason: string, retryAfterMs?: number): void {
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    this.ctx.metrics.goodbyes.inc({ reason });
+    this.outbox.last(encodeGoodbye(reason, retryAfterMs));
+    this.close(reason === GoodbyeReason.shutdown ? CloseCode.goingAway : CloseCode.policy);
+  }
+
+  private close(code: number): void {
+    this.ending = true;
+    if (this.socket.readyState === this.socket.OPEN) this.socket.close(code);
+    const timer = setTimeout(() => this.socket.terminate(), CLOSE_TIMEOUT_MS);
+    timer.unref();
+    void this.closed.then(() => clearTimeout(timer));
+  }
+
+  private setPaused(reason: 'queue' | 'congestion', paused: boolean): void {
+    if (paused) this.pausedBy.add(reason);
+    else this.pausedBy.delete(reason);
+    if (this.pausedBy.size > 0) {
+      if (!this.socket.isPaused) this.socket.pause();
+    } else if (this.socket.isPaused) {
+      this.socket.resume();
+    }
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function toBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}

@@ -1,0 +1,191 @@
+// Unit tests of the service's building blocks that need no server: the fixed-rate clock (drift-free,
+// skips late ticks, never overlaps) and the outbox (slow readers: merge, then goodbye).
+
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import { decode, type ActionDecision } from '../../src/protocol/index.js';
+import { FixedClock, type ClockTick } from '../../src/service/clock.js';
+import { Outbox, type OutboundSocket } from '../../src/service/outbox.js';
+
+describe('FixedClock', () => {
+  let now = 0;
+  beforeEach(() => {
+    vi.useFakeTimers();
+    now = 0;
+  });
+  afterEach(() => vi.useRealTimers());
+
+  /** Advances fake time in 1 ms steps (timers fire as the real loop would). */
+  async function advance(ms: number): Promise<void> {
+    for (let i = 0; i < ms; i++) {
+      now += 1;
+      await vi.advanceTimersByTimeAsync(1);
+    }
+  }
+
+  test('tick n runs at tree time n/hz exactly, with no accumulated drift', async () => {
+    const ticks: ClockTick[] = [];
+    const clock = new FixedClock(30, { tick: async (t) => void ticks.push(t), idle: () => {} }, { now: () => now });
+    clock.start();
+    await advance(10_000);
+    await clock.stop();
+    expect(ticks.length).toBeGreaterThanOrEqual(299);
+    expect(ticks.length).toBeLessThanOrEqual(300);
+    ticks.forEach((t, i) => {
+      expect(t.n).toBe(i + 1);
+      expect(t.time).toBe((i + 1) / 30);
+      expect(t.missed).toBe(0);
+      expect(t.lateMs).toBeLessThan(1.01);
+    });
+  });
+
+  test('a tick due while the previous one still runs is skipped and counted', async () => {
+    const ticks: ClockTick[] = [];
+    let release: (() => void) | undefined;
+    const clock = new FixedClock(100, {
+      tick: (t) => {
+        ticks.push(t);
+        // The second tick takes 35 ms: ticks 3, 4 and 5 come due meanwhile.
+        if (t.n === 2) return new Promise<void>((resolve) => (release = resolve));
+        return Promise.resolve();
+      },
+      idle: () => {},
+    }, { now: () => now });
+    clock.start();
+    await advance(20);
+    expect(ticks.map((t) => t.n)).toEqual([1, 2]);
+    await advance(35);
+    expect(ticks.map((t) => t.n)).toEqual([1, 2]); // never two ticks at once
+    release!();
+    await advance(1);
+    const next = ticks[2]!;
+    expect(next.n).toBe(5);
+    expect(next.missed).toBe(2);
+    expect(next.dt).toBeCloseTo(0.03);
+    expect(next.time).toBe(5 / 100);
+    await clock.stop();
+  });
+
+  test('stop pauses tree time; start continues the numbering', async () => {
+    const ticks: ClockTick[] = [];
+    const clock = new FixedClock(10, { tick: async (t) => void ticks.push(t), idle: () => {} }, { now: () => now });
+    clock.start();
+    await advance(350);
+    await clock.stop();
+    expect(ticks.map((t) => t.n)).toEqual([1, 2, 3]);
+    await advance(5000); // paused: nothing runs, nothing is missed
+    clock.start();
+    await advance(100);
+    expect(ticks.map((t) => t.n)).toEqual([1, 2, 3, 4]);
+    expect(ticks[3]).toMatchObject({ time: 0.4, missed: 0 });
+    await clock.stop();
+  });
+
+  test('slow rates wake at least once a second for heartbeats', async () => {
+    let idle = 0;
+    const ticks: number[] = [];
+    const clock = new FixedClock(0.25, { tick: async (t) => void ticks.push(t.n), idle: () => void idle++ }, { now: () => now });
+    clock.start();
+    await advance(4100);
+    await clock.stop();
+    expect(ticks).toEqual([1]);
+    expect(idle).toBeGreaterThanOrEqual(3);
+  });
+});
+
+describe('Outbox', () => {
+  class FakeSocket implements OutboundSocket {
+    bufferedAmount = 0;
+    readyState = 1;
+    sent: Buffer[] = [];
+    callbacks: Array<() => void> = [];
+    send(data: Buffer, cb?: () => void): void {
+      this.sent.push(data);
+      if (cb !== undefined) this.callbacks.push(cb);
+    }
+    /** The kernel took everything: bufferedAmount drops, write callbacks run. */
+    drain(): void {
+      this.bufferedAmount = 0;
+      const cbs = this.callbacks;
+      this.callbacks = [];
+      for (const cb of cbs) cb();
+    }
+  }
+
+  function setUp() {
+    const socket = new FakeSocket();
+    const events = { merged: 0, overflow: 0, drained: 0, sent: 0 };
+    const outbox = new Outbox(socket, {
+      softBytes: 1000,
+      hardBytes: 10_000,
+      onSent: () => void events.sent++,
+      onMerged: () => void events.merged++,
+      onOverflow: () => void events.overflow++,
+      onDrained: () => void events.drained++,
+    });
+    return { socket, events, outbox };
+  }
+
+  test('sends decisions at once while the socket keeps up', () => {
+    const { socket, outbox } = setUp();
+    outbox.decisions({ tick: 1, basedOn: 7, actions: [[1, 1, 'go', {}]] });
+    expect(socket.sent.map((b) => decode(b))).toEqual([{ t: 'decisions', tick: 1, basedOn: 7, actions: [[1, 1, 'go', {}]] }]);
+  });
+
+  test('above the soft cap, decisions are merged (lists concatenated, latest tick and basedOn) and sent once drained', () => {
+    const { socket, events, outbox } = setUp();
+    outbox.send(Buffer.alloc(10)); // something in flight with a write callback
+    socket.bufferedAmount = 5000;
+    outbox.decisions({ tick: 1, basedOn: 7, actions: [[1, 1, 'go', {}]], done: [[2, 'success']] });
+    const reused: Array<[number, number]> = [[1, 1]];
+    outbox.decisions({ tick: 2, basedOn: 8, cancels: reused, errors: [[3, 'E_PLUGIN', 'x']] });
+    reused.length = 0; // the caller may reuse its lists
+    outbox.decisions({ tick: 3, actions: [[1, 2, 'stop', {}]] });
+    expect(socket.sent.length).toBe(1);
+    expect(events.merged).toBe(3);
+    expect(outbox.holding).toBe(true);
+    socket.drain();
+    expect(outbox.holding).toBe(false);
+    expect(decode(socket.sent[1]!)).toEqual({
+      t: 'decisions',
+      tick: 3,
+      basedOn: 8,
+      actions: [
+        [1, 1, 'go', {}],
+        [1, 2, 'stop', {}],
+      ],
+      cancels: [[1, 1]],
+      done: [[2, 'success']],
+      errors: [[3, 'E_PLUGIN', 'x']],
+    });
+    expect(events.drained).toBe(1);
+  });
+
+  test('past the hard cap the reader is dropped once, and nothing more is sent', () => {
+    const { socket, events, outbox } = setUp();
+    socket.bufferedAmount = 20_000;
+    outbox.send(Buffer.alloc(10));
+    expect(events.overflow).toBe(1);
+    outbox.decisions({ tick: 1, actions: [[1, 1, 'go', {}]] });
+    outbox.send(Buffer.alloc(10));
+    expect(events.overflow).toBe(1);
+    expect(socket.sent.length).toBe(1);
+    outbox.last(Buffer.from('bye'));
+    expect(socket.sent.length).toBe(2);
+  });
+
+  test('held decisions count toward the hard cap', () => {
+    const { socket, events, outbox } = setUp();
+    socket.bufferedAmount = 2000;
+    const actions = Array.from({ length: 400 }, (_, i): ActionDecision => [i, 1, 'go', {}]);
+    outbox.decisions({ tick: 1, actions });
+    expect(events.overflow).toBe(1);
+  });
+
+  test('a closed socket gets nothing', () => {
+    const { socket, outbox } = setUp();
+    socket.readyState = 3;
+    expect(outbox.send(Buffer.alloc(1))).toBe(false);
+    outbox.decisions({ tick: 1 });
+    expect(socket.sent).toEqual([]);
+  });
+});

@@ -1,0 +1,96 @@
+// The service on real worker threads (workers: 2): lockstep and fixed sessions at once, agents spread
+// over both workers, a throwing plugin loaded in each worker, and E_INTERNAL when a worker dies.
+
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { crashWorkerForTests } from '../../src/service/pool/index.js';
+import { RawClient, http, start, writeFixture, BOOM_PLUGIN, PLUGGED_TREE, TREES, type Running } from './harness.js';
+
+let fixture: Awaited<ReturnType<typeof writeFixture>>;
+let running: Running;
+
+beforeAll(async () => {
+  fixture = await writeFixture({ ...TREES, plugged: PLUGGED_TREE }, { 'boom.mjs': BOOM_PLUGIN });
+  running = await start({ trees: fixture.trees, plugins: fixture.plugins, workers: 2, hz: 50 });
+});
+
+afterAll(async () => {
+  await running.close();
+  await fixture.remove();
+});
+
+describe('worker threads', () => {
+  test('readyz reports both workers; agents are spread over them', async () => {
+    expect(await http(running.base, 'GET', '/readyz')).toMatchObject({ status: 200, body: { workers: 2 } });
+    const { client, welcome } = await RawClient.hello(running.wsUrl, { mode: 'lockstep', fields: ['x'] });
+    const agents = Array.from({ length: 200 }, (_, i) => ({ id: i, tree: 'talker' }));
+    expect((await client.request({ t: 'spawn', agents }, 'spawned')).ids).toHaveLength(200);
+    const listed = (await http(running.base, 'GET', `/v1/sessions/${welcome.session as string}/agents`)).body as { agents: Array<{ worker: number }> };
+    expect(new Set(listed.agents.map((a) => a.worker)).size).toBe(2);
+
+    for (let tick = 1; tick <= 5; tick++) {
+      const rows = agents.map((a) => [a.id, tick * 1000 + a.id]);
+      const d = await client.step({ tick, time: tick / 10, agents: rows });
+      expect(d.tick).toBe(tick);
+      const actions = d.actions as Array<[number, number, string, { x: number }]>;
+      expect(actions).toHaveLength(200);
+      for (const [id, seq, , args] of actions) {
+        expect(seq).toBe(tick);
+        expect(args.x).toBe(tick * 1000 + id);
+      }
+    }
+    const metrics = (await http(running.base, 'GET', '/metrics')).body as string;
+    expect(metrics).toMatch(/canopy_worker_event_loop_utilization\{worker="1"\}/);
+    expect(metrics).toMatch(/canopy_worker_agents\{worker="\d"\} [1-9]/);
+    await client.close();
+  });
+
+  test('several sessions at once, fixed and lockstep, each with its own agents', async () => {
+    const fixed = await RawClient.hello(running.wsUrl);
+    const steps = await Promise.all([0, 1, 2].map(() => RawClient.hello(running.wsUrl, { mode: 'lockstep' })));
+    await fixed.client.request({ t: 'spawn', agents: [{ id: 'f', tree: 'talker', bb: { word: 'fixed' } }] }, 'spawned');
+    await Promise.all(steps.map((s, i) => s.client.request({ t: 'spawn', agents: [{ id: 'f', tree: 'talker', bb: { word: `step${i}` } }] }, 'spawned')));
+    const results = await Promise.all(steps.map((s) => s.client.step({ tick: 1, time: 0 })));
+    results.forEach((d, i) => expect(d.actions).toEqual([['f', 1, 'say', { word: `step${i}`, x: null }]]));
+    const d = await fixed.client.next('decisions', (f) => Array.isArray(f.actions));
+    expect((d.actions as unknown[][])[0]![3]).toEqual({ word: 'fixed', x: null });
+    await Promise.all([fixed.client.close(), ...steps.map((s) => s.client.close())]);
+  });
+
+  test('a plugin that throws in a worker stops only its agent (E_PLUGIN)', async () => {
+    const { client } = await RawClient.hello(running.wsUrl, { mode: 'lockstep' });
+    const agents = Array.from({ length: 10 }, (_, i) => ({ id: i, tree: 'plugged' }));
+    await client.request({ t: 'spawn', agents }, 'spawned');
+    const d = await client.step({ tick: 1, time: 0, agents: { '3': { boom: true }, '8': { boom: true } } });
+    expect((d.errors as unknown[][]).map((e) => [e[0], e[1]]).toSorted()).toEqual([
+      [3, 'E_PLUGIN'],
+      [8, 'E_PLUGIN'],
+    ]);
+    expect((d.actions as unknown[][]).map((a) => a[0]).toSorted()).toEqual([0, 1, 2, 4, 5, 6, 7, 9]);
+    await client.close();
+  });
+
+  test('E_INTERNAL: a worker dying mid-tick answers that tick with an error and an empty decisions; the lost agents are reported next', async () => {
+    const { client } = await RawClient.hello(running.wsUrl, { mode: 'lockstep' });
+    const agents = Array.from({ length: 20 }, (_, i) => ({ id: i, tree: 'walker' }));
+    await client.request({ t: 'spawn', agents }, 'spawned');
+    await client.step({ tick: 1, time: 0 });
+    const crashed = crashWorkerForTests(running.server.pool, 0);
+    client.send({ t: 'snapshot', tick: 2, time: 0.1, id: 77 });
+    // Whatever the timing, tick 2 is answered, so the game's loop goes on.
+    expect(await client.next('decisions', (f) => f.tick === 2)).toMatchObject({ t: 'decisions', tick: 2 });
+    await crashed;
+    // When the crash hits the tick in flight, that tick also gets an E_INTERNAL error (re: 77).
+    const errors = client.frames.filter((f) => f.t === 'error');
+    expect(errors.every((e) => e.code === 'E_INTERNAL' && e.re === 77 && e.message === 'internal error; the service logged the details')).toBe(true);
+    // The agents of the dead worker are reported as stopped with E_INTERNAL in decisions.
+    const lost: unknown[][] = [];
+    for (let tick = 3; tick <= 6 && lost.length === 0; tick++) {
+      const d = await client.step({ tick, time: tick / 10 });
+      lost.push(...((d.errors as unknown[][] | undefined) ?? []));
+    }
+    lost.push(...client.frames.filter((f) => f.t === 'decisions' && f.tick === 2).flatMap((f) => (f.errors as unknown[][] | undefined) ?? []));
+    expect(lost.length).toBeGreaterThan(0);
+    expect(lost.every((e) => e[1] === 'E_INTERNAL')).toBe(true);
+    await client.close();
+  });
+});
