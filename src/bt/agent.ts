@@ -101,8 +101,9 @@ export class Agent implements ExprContext {
     this.label = options.label ?? '';
     this.tree = tree;
     this.agent = Object.freeze({ id, label: this.label });
-    this.status = new Uint8Array(tree.nodeCount);
-    this.slots = new Float64Array(tree.slotCount);
+    // Views into shared chunks: one ArrayBuffer per AGENTS_PER_CHUNK agents instead of one per agent.
+    this.status = takeStatus(tree.nodeCount);
+    this.slots = takeSlots(tree.slotCount);
     this.bb = tree.newBlackboard();
     if (options.bb !== undefined) Object.assign(this.bb, structuredClone(options.bb));
     this.rngState = seedFor(id, options.seed);
@@ -255,6 +256,30 @@ export class Agent implements ExprContext {
     a.stopped = state.stopped;
     return a;
   }
+}
+
+const AGENTS_PER_CHUNK = 256;
+let statusChunk = new Uint8Array(0);
+let statusUsed = 0;
+let slotChunk = new Float64Array(0);
+let slotUsed = 0;
+function takeStatus(n: number): Uint8Array {
+  if (statusUsed + n > statusChunk.length) {
+    statusChunk = new Uint8Array(Math.max(n, 8) * AGENTS_PER_CHUNK);
+    statusUsed = 0;
+  }
+  const v = statusChunk.subarray(statusUsed, statusUsed + n);
+  statusUsed += (n + 7) & ~7;
+  return v;
+}
+function takeSlots(n: number): Float64Array {
+  if (slotUsed + n > slotChunk.length) {
+    slotChunk = new Float64Array(Math.max(n, 1) * AGENTS_PER_CHUNK);
+    slotUsed = 0;
+  }
+  const v = slotChunk.subarray(slotUsed, slotUsed + n);
+  slotUsed += n;
+  return v;
 }
 
 const NULL_SINK: DecisionSink = {

@@ -832,9 +832,11 @@ describe('hostile input', () => {
 
 describe('compiled code', () => {
   it('inlines reads and comparisons into one small function', () => {
-    expect(compiled('self.hp < 30').fn.toString()).toBe('function canopyExpression(c) { return lt(get(c.self, "hp"), 30); }');
-    expect(compiled('self.hp < 10 * 3').fn.toString()).toBe('function canopyExpression(c) { return lt(get(c.self, "hp"), 30); }');
-    expect(compiled("self.name == 'orc'").fn.toString()).toBe('function canopyExpression(c) { return (get(c.self, "name") === "orc"); }');
+    // Named reads are inlined (one monomorphic load per expression), still own-property and plain-object only.
+    const read = (k: string) => `((t0 = c.self) !== null && typeof t0 === 'object' && hasOwn(t0, "${k}") && isPlain(t0) ? val(t0["${k}"]) : null)`;
+    expect(compiled('self.hp < 30').fn.toString()).toBe(`function canopyExpression(c) { let t0; return lt(${read('hp')}, 30); }`);
+    expect(compiled('self.hp < 10 * 3').fn.toString()).toBe(`function canopyExpression(c) { let t0; return lt(${read('hp')}, 30); }`);
+    expect(compiled("self.name == 'orc'").fn.toString()).toBe(`function canopyExpression(c) { let t0; return (${read('name')} === "orc"); }`);
     expect(compiled('bb.target != null').fn.toString()).toBe('function canopyExpression(c) { return (bbGet(c.bb, "target") != null); }');
     expect(compiled('agent.id').fn.toString()).toBe('function canopyExpression(c) { return c.agent.id; }');
   });

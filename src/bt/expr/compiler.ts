@@ -39,9 +39,11 @@ export function compile(ast: Expr, options: CompileOptions = {}): Compiled {
   }
   const folded = fold ? foldConstants(ast) : new Map<Expr, unknown>();
   const hoisted: unknown[] = [];
-  const body = new Emitter(folded, hoisted).emit(ast);
+  const emitter = new Emitter(folded, hoisted);
+  const body = emitter.emit(ast);
   const prelude = hoisted.map((_, i) => `const k${i} = k[${i}];`).join('\n');
-  const source = `"use strict";\n${prelude}\nreturn function canopyExpression(${CTX}) { return ${body}; };`;
+  const temps = emitter.temps > 0 ? `let ${Array.from({ length: emitter.temps }, (_, i) => `t${i}`).join(', ')}; ` : '';
+  const source = `"use strict";\n${prelude}\nreturn function canopyExpression(${CTX}) { ${temps}return ${body}; };`;
   // Built once per expression at load time from generated code only (see the file header).
   const factory = new Function(...HELPER_NAMES, 'k', source) as Factory;
   const fn = factory(...HELPER_VALUES, hoisted);
@@ -119,7 +121,9 @@ function foldConstants(ast: Expr): Map<Expr, unknown> {
 function evaluateAll(exprs: readonly Expr[]): unknown[] {
   if (exprs.length === 0) return [];
   const emitter = new Emitter(new Map(), []);
-  const source = `"use strict";\nreturn [${exprs.map((e) => emitter.emit(e)).join(',\n')}];`;
+  const items = exprs.map((e) => emitter.emit(e)).join(',\n');
+  const temps = emitter.temps > 0 ? `let ${Array.from({ length: emitter.temps }, (_, i) => `t${i}`).join(', ')};\n` : '';
+  const source = `"use strict";\n${temps}return [${items}];`;
   const evaluate = new Function(...HELPER_NAMES, source) as (...args: unknown[]) => unknown[];
   return evaluate(...HELPER_VALUES);
 }
@@ -140,6 +144,7 @@ function numberCode(n: number): string {
 
 /** Writes the JavaScript of an expression. Every compound result is parenthesised or a call. */
 class Emitter {
+  temps = 0;
   constructor(
     private readonly folded: ReadonlyMap<Expr, unknown>,
     private readonly hoisted: unknown[],
@@ -210,7 +215,9 @@ class Emitter {
   private read(object: Expr, keyCode: string, key: string): string {
     if (object.kind === 'name' && object.name === 'bb') return `bbGet(${CTX}.bb, ${keyCode})`;
     if (object.kind === 'name' && object.name === 'agent') return key === 'id' ? `${CTX}.agent.id` : `${CTX}.agent.label`;
-    return `get(${this.object(object)}, ${keyCode})`;
+    // Inline named read: a monomorphic load per expression (the shared get() sees every key and shape).
+    const t = `t${this.temps++}`;
+    return `((${t} = ${this.object(object)}) !== null && typeof ${t} === 'object' && hasOwn(${t}, ${keyCode}) && isPlain(${t}) ? val(${t}[${keyCode}]) : null)`;
   }
 
   /** The value of `e` when it is known at load time and is a primitive (a literal or a folded constant). */

@@ -240,8 +240,16 @@ export function nearest(list: unknown, from: unknown, maxDist: unknown): unknown
   return best;
 }
 
+/** A value read from an own property of a plain object or array, with undefined and functions made null. */
+export function val(v: unknown): unknown {
+  return v === undefined || typeof v === 'function' ? null : v;
+}
+
 /** The helpers by the name compiled code calls them; the compiler passes them into the generated function. */
 export const HELPERS = {
+  hasOwn,
+  val,
+  isPlain,
   nn,
   get,
   at,

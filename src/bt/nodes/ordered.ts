@@ -43,33 +43,32 @@ export function orderedComposite(b: NodeBuilder, decides: TickStatus, otherwise:
   const lower = children.map((_, k) => b.lowerAbort(k));
   const hasAborts = lower.some((l) => l !== null);
 
-  return {
-    tick(a, fresh) {
-      let k = fresh ? 0 : a.slots[cursor]!;
-      if (hasAborts && !fresh) {
-        for (let j = 0; j < k; j++) {
-          const l = lower[j];
-          if (l === null || l === undefined) continue;
-          const now = truthy(l.guard(a));
-          const before = a.slots[l.slot]!;
-          a.slots[l.slot] = now ? 1 : 0;
-          // Only a change from false to true aborts: a guard that stays true never flip-flops.
-          if (now && before === 0) {
-            halt(a, children[k]!);
-            k = j;
-            break;
-          }
-        }
-      }
-      for (; k < n; k++) {
-        const s = ticks[k]!(a);
-        if (s === Status.RUNNING) {
-          a.slots[cursor] = k;
-          return s;
-        }
-        if (s === decides) return s;
-      }
-      return otherwise;
-    },
-  };
+  // One compiled copy per node, children unrolled: every child call site sees one target, so V8 inlines it.
+  const names = ticks.map((_, k) => `c${k}`);
+  const tick = new Function(...names, 'cursor', 'hasAborts', 'lower', 'halt', 'children', 'truthy', orderedSource(n, decides, otherwise))(
+    ...ticks, cursor, hasAborts, lower, halt, children, truthy,
+  ) as NodeBehavior['tick'];
+  return { tick };
+}
+
+function orderedSource(n: number, decides: number, otherwise: number): string {
+  let cases = '';
+  for (let k = 0; k < n; k++) cases += `case ${k}: s = c${k}(a); if (s === ${Status.RUNNING}) { a.slots[cursor] = ${k}; return s; } if (s === ${decides}) return s;\n`;
+  return `"use strict"; return function ordered(a, fresh) {
+  let k = fresh ? 0 : a.slots[cursor];
+  if (hasAborts && !fresh) {
+    for (let j = 0; j < k; j++) {
+      const l = lower[j];
+      if (l === null || l === undefined) continue;
+      const now = truthy(l.guard(a));
+      const before = a.slots[l.slot];
+      a.slots[l.slot] = now ? 1 : 0;
+      if (now && before === 0) { halt(a, children[k]); k = j; break; }
+    }
+  }
+  let s;
+  switch (k) {
+${cases}  }
+  return ${otherwise};
+};`;
 }

@@ -1,0 +1,114 @@
+// Running a population: warm-up, timed ticks (world perturbation outside the timed part), memory per
+// agent around spawning, and the decision counts used to check that implementations agree.
+
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { canopyGuard, canopyLarge } from './canopy.js';
+import { behaviortreeGuard } from './behaviortree.js';
+import { ceilingGuard, ceilingObjectsGuard } from './ceiling.js';
+import { mistreevousGuard } from './mistreevous.js';
+import type { DecisionCounts, Implementation, ImplementationName } from './population.js';
+import { DEFAULT_SEED, World } from './world.js';
+
+/** Every implementation, in the order the report lists them. */
+export const IMPLEMENTATIONS: Readonly<Record<ImplementationName, () => Implementation>> = {
+  canopy: canopyGuard,
+  mistreevous: mistreevousGuard,
+  behaviortree: behaviortreeGuard,
+  ceiling: ceilingGuard,
+  'ceiling-objects': ceilingObjectsGuard,
+  'canopy-large': canopyLarge,
+};
+
+/** The implementations of the guard tree, which must issue the same actions. */
+export const GUARD_IMPLEMENTATIONS: readonly ImplementationName[] = ['canopy', 'mistreevous', 'behaviortree', 'ceiling', 'ceiling-objects'];
+
+export interface RunOptions {
+  readonly agents: number;
+  /** Timed ticks. */
+  readonly ticks: number;
+  /** Untimed ticks first, on the same agents (JIT warm-up). */
+  readonly warmup: number;
+  readonly seed?: number;
+}
+
+export interface RunResult {
+  readonly agentTicksPerSec: number;
+  /** V8 heap growth per agent from spawning, after full GCs. */
+  readonly heapBytesPerAgent: number;
+  /** ArrayBuffer growth per agent (typed arrays above 64 bytes live outside the V8 heap). */
+  readonly bufferBytesPerAgent: number;
+  /** Resident set growth per agent: rough, but it sees what malloc adds per typed array (backing stores). */
+  readonly rssBytesPerAgent: number;
+  /** Actions issued over warm-up and timed ticks. */
+  readonly counts: DecisionCounts;
+}
+
+/** Runs `ticks` ticks of the world and the population from tick `from`; returns the nanoseconds spent ticking agents. */
+function play(world: World, population: { tick(t: number): void }, from: number, ticks: number): bigint {
+  let spent = 0n;
+  for (let t = from; t < from + ticks; t++) {
+    world.perturb();
+    const start = process.hrtime.bigint();
+    population.tick(t);
+    spent += process.hrtime.bigint() - start;
+  }
+  return spent;
+}
+
+/** The actions issued by `impl` over `ticks` ticks (no timing): for equivalence checks. */
+export function decisionCounts(impl: Implementation, agents: number, ticks: number, seed = DEFAULT_SEED): DecisionCounts {
+  const world = new World(agents, seed);
+  const population = impl.spawn(world);
+  play(world, population, 0, ticks);
+  return population.counts();
+}
+
+/** Spawns a population (memory measured around it), warms it up, then times `ticks` ticks. */
+export function measure(impl: Implementation, options: RunOptions): RunResult {
+  const world = new World(options.agents, options.seed ?? DEFAULT_SEED);
+  collect();
+  const before = process.memoryUsage();
+  const population = impl.spawn(world);
+  collect();
+  const after = process.memoryUsage();
+  // Keeps the population reachable until `after` is read, whatever the optimiser decides.
+  if (population === null) throw new Error('unreachable');
+  play(world, population, 0, options.warmup);
+  const ns = play(world, population, options.warmup, options.ticks);
+  return {
+    agentTicksPerSec: (options.agents * options.ticks) / (Number(ns) / 1e9),
+    heapBytesPerAgent: (after.heapUsed - before.heapUsed) / options.agents,
+    bufferBytesPerAgent: (after.arrayBuffers - before.arrayBuffers) / options.agents,
+    rssBytesPerAgent: (after.rss - before.rss) / options.agents,
+    counts: population.counts(),
+  };
+}
+
+let gc: (() => void) | undefined = (globalThis as { gc?: () => void }).gc;
+
+/** True when a real full GC is available (node --expose-gc, or the fallback below worked). */
+export function gcAvailable(): boolean {
+  if (gc === undefined) {
+    try {
+      // Without --expose-gc: turn the flag on at run time and fetch gc from a fresh context.
+      v8.setFlagsFromString('--expose-gc');
+      gc = runInNewContext('gc') as () => void;
+    } catch {
+      gc = undefined;
+    }
+  }
+  return gc !== undefined;
+}
+
+/** Full GCs until the heap stops shrinking (weak references and finalizers need more than one). */
+function collect(): void {
+  if (!gcAvailable()) return;
+  let last = Infinity;
+  for (let k = 0; k < 5; k++) {
+    gc!();
+    const used = process.memoryUsage().heapUsed;
+    if (used >= last) break;
+    last = used;
+  }
+}
