@@ -1,0 +1,169 @@
+// How a host's decisions travel back to the router, and how the router merges them into one Decisions.
+// The travel form is chosen here and only here: the host packs (DecisionColumns), the router unpacks.
+//
+// Measured (13.5k decisions per reply, 7.5k actions with shared literal args + 6k done; Node 20, 2-core EPYC):
+// structured clone of the tuple lists 5.3 ms to serialize + 4.9 ms to deserialize; msgpackr 1.9 + 0.8 ms;
+// these columns 0.16 ms to fill + 0.05 ms to clone + 0.13 ms to rebuild the tuples. Tuples are only ever
+// built once, on the main thread, where the session layer needs them.
+
+import type { Agent, AgentId, DecisionSink } from '../../bt/index.js';
+import type { Decisions } from './types.js';
+
+/** Numbers per entry of each column buffer. */
+const ACTION = 4; // slot, seq, name index, args index
+const CANCEL = 2; // slot, seq
+const DONE = 2; // slot, 1 success / 0 failure
+const MIN_ENTRIES = 64;
+
+/**
+ * One host's decisions for one tick, by agent slot: numbers in Float64Arrays (transferred, then handed back to
+ * the host with the next tick for reuse), action names and args in small side tables. Literal args are one
+ * shared frozen object per action node: they enter the args table once, however many agents issued them.
+ */
+export interface DecisionColumns {
+  nActions: number;
+  actions: Float64Array;
+  nCancels: number;
+  cancels: Float64Array;
+  nDone: number;
+  done: Float64Array;
+  names: string[];
+  args: unknown[];
+  errors: Array<[number, string, string]>;
+}
+
+/** Buffers of a previous reply, for the next tick's sink. */
+export interface SpareColumns {
+  actions: Float64Array;
+  cancels: Float64Array;
+  done: Float64Array;
+}
+
+/** The decision lists of one host for one tick, protocol-shaped. */
+export interface DecisionLists {
+  actions: Array<[AgentId, number, string, unknown]>;
+  cancels: Array<[AgentId, number]>;
+  done: Array<[AgentId, 'success' | 'failure']>;
+  errors: Array<[AgentId, string, string]>;
+}
+
+/**
+ * The DecisionSink a host ticks its agents into: set `slot` before ticking the agent in that slot
+ * (an agent's decisions all come during its own tick, so the slot identifies it without a lookup).
+ */
+export class ColumnSink implements DecisionSink {
+  /** Slot of the agent being ticked (or halted). */
+  slot = 0;
+  private readonly out: DecisionColumns;
+  private readonly nameIndex = new Map<string, number>();
+  private readonly argsIndex = new Map<object, number>();
+
+  constructor(capacity: number, spare: SpareColumns | null) {
+    const n = Math.max(MIN_ENTRIES, capacity);
+    this.out = {
+      nActions: 0,
+      actions: spare?.actions ?? new Float64Array(n * ACTION),
+      nCancels: 0,
+      cancels: spare?.cancels ?? new Float64Array(MIN_ENTRIES * CANCEL),
+      nDone: 0,
+      done: spare?.done ?? new Float64Array(n * DONE),
+      names: [],
+      args: [],
+      errors: [],
+    };
+  }
+
+  action(_agent: Agent, seq: number, action: string, args: Readonly<Record<string, unknown>>): void {
+    const o = this.out;
+    let name = this.nameIndex.get(action);
+    if (name === undefined) {
+      name = o.names.push(action) - 1;
+      this.nameIndex.set(action, name);
+    }
+    let arg: number;
+    // Literal args are shared and frozen (the compiler makes them so); computed args are fresh objects.
+    if (Object.isFrozen(args)) {
+      const known = this.argsIndex.get(args);
+      if (known === undefined) {
+        arg = o.args.push(args) - 1;
+        this.argsIndex.set(args, arg);
+      } else arg = known;
+    } else arg = o.args.push(args) - 1;
+    if ((o.nActions + 1) * ACTION > o.actions.length) o.actions = grow(o.actions);
+    const at = o.nActions++ * ACTION;
+    const a = o.actions;
+    a[at] = this.slot;
+    a[at + 1] = seq;
+    a[at + 2] = name;
+    a[at + 3] = arg;
+  }
+
+  cancel(_agent: Agent, seq: number): void {
+    const o = this.out;
+    if ((o.nCancels + 1) * CANCEL > o.cancels.length) o.cancels = grow(o.cancels);
+    const at = o.nCancels++ * CANCEL;
+    o.cancels[at] = this.slot;
+    o.cancels[at + 1] = seq;
+  }
+
+  finished(_agent: Agent, status: 'success' | 'failure'): void {
+    const o = this.out;
+    if ((o.nDone + 1) * DONE > o.done.length) o.done = grow(o.done);
+    const at = o.nDone++ * DONE;
+    o.done[at] = this.slot;
+    o.done[at + 1] = status === 'success' ? 1 : 0;
+  }
+
+  error(_agent: Agent, code: string, message: string): void {
+    this.out.errors.push([this.slot, code, message]);
+  }
+
+  log(): void {}
+
+  /** The columns filled so far. */
+  columns(): DecisionColumns {
+    return this.out;
+  }
+}
+
+function grow(a: Float64Array): Float64Array {
+  const b = new Float64Array(a.length * 2);
+  b.set(a);
+  return b;
+}
+
+/** Rebuilds protocol tuples from a host's columns; `ids[slot]` is the agent in each slot when the tick was sent. */
+export function unpackDecisions(c: DecisionColumns, ids: readonly AgentId[]): DecisionLists {
+  const actions: Array<[AgentId, number, string, unknown]> = [];
+  const a = c.actions;
+  for (let i = 0; i < c.nActions; i++) {
+    const at = i * ACTION;
+    actions.push([ids[a[at]!]!, a[at + 1]!, c.names[a[at + 2]!]!, c.args[a[at + 3]!]]);
+  }
+  const cancels: Array<[AgentId, number]> = [];
+  for (let i = 0; i < c.nCancels; i++) cancels.push([ids[c.cancels[i * CANCEL]!]!, c.cancels[i * CANCEL + 1]!]);
+  const done: Array<[AgentId, 'success' | 'failure']> = [];
+  for (let i = 0; i < c.nDone; i++) done.push([ids[c.done[i * DONE]!]!, c.done[i * DONE + 1] === 1 ? 'success' : 'failure']);
+  const errors = c.errors.map(([slot, code, message]): [AgentId, string, string] => [ids[slot]!, code, message]);
+  return { actions, cancels, done, errors };
+}
+
+/** Merges hosts' lists, in order, after `lost` (errors reported before any host's). A lone list is used as is. */
+export function mergeDecisions(tick: number, basedOn: number, parts: readonly DecisionLists[], lost: Decisions['errors']): Decisions {
+  if (parts.length === 1 && lost.length === 0) {
+    const p = parts[0]!;
+    return { tick, basedOn, actions: p.actions, cancels: p.cancels, done: p.done, errors: p.errors };
+  }
+  // One concat per list (the parts are few: one per worker); push(...spread) would overflow on 50k entries.
+  return {
+    tick,
+    basedOn,
+    actions: EMPTY.actions.concat(...parts.map((p) => p.actions)),
+    cancels: EMPTY.cancels.concat(...parts.map((p) => p.cancels)),
+    done: EMPTY.done.concat(...parts.map((p) => p.done)),
+    errors: lost.concat(...parts.map((p) => p.errors)),
+  };
+}
+
+/** Never mutated: only the receiver of concat. */
+const EMPTY: DecisionLists = { actions: [], cancels: [], done: [], errors: [] };

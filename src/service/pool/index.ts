@@ -1,0 +1,38 @@
+// The agent pool: where agents live and get ticked. The session layer creates one with createAgentPool and
+// talks only to the AgentPool interface; worker threads (or the calling thread, inline) host the agents.
+
+import { InlinePool } from './inline.js';
+import { loadTrees } from './load.js';
+import type { AgentPool, PoolOptions } from './types.js';
+import { WorkerPool } from './worker-pool.js';
+import { MAX_HOSTS } from './router.js';
+
+// The contract (types.ts) and both implementations; each is documented where it is defined.
+export type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, PoolOptions, SpawnEntry, WorkerStats } from './types.js';
+export { PoolUsageError } from './router.js';
+export { InlinePool } from './inline.js';
+export { WorkerPool } from './worker-pool.js';
+
+/**
+ * Builds a pool: `workers: 0` → InlinePool (agents ticked on the calling thread); `workers ≥ 1` → WorkerPool.
+ * The main thread loads plugins and trees first (spawns are checked against them) and rejects with the
+ * loader's error text if that fails; then await `ready()` for the workers.
+ */
+export async function createAgentPool(opts: PoolOptions): Promise<AgentPool> {
+  if (!Number.isInteger(opts.workers) || opts.workers < 0 || opts.workers > MAX_HOSTS) {
+    throw new RangeError(`workers: expected an integer from 0 to ${MAX_HOSTS}, got ${opts.workers}`);
+  }
+  const loaded = await loadTrees(opts.trees, opts.plugins);
+  if (!loaded.ok) throw new Error(loaded.error);
+  if (opts.workers === 0) return new InlinePool(loaded.library, opts.logger);
+  return new WorkerPool(opts, loaded.library, opts.logger);
+}
+
+/**
+ * Test hook: makes worker `worker` of a WorkerPool crash (an uncaught error in the thread) and resolves
+ * once its replacement is ready. Not for production code.
+ */
+export function crashWorkerForTests(pool: AgentPool, worker: number): Promise<void> {
+  if (!(pool instanceof WorkerPool)) throw new TypeError('crashWorkerForTests: not a worker pool');
+  return pool.crashForTests(worker);
+}

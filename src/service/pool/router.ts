@@ -1,0 +1,464 @@
+// The main-thread half of every pool: sessions, the routing table (agent id → host, slot), the checks that
+// answer spawn/bb/result errors synchronously, and the per-host buffering that makes a session tick one message
+// per host. Subclasses only carry messages: InlinePool calls its AgentHost directly, WorkerPool posts to threads.
+
+import type { AgentId, AgentInspection, CompiledTree } from '../../bt/index.js';
+import { mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
+import { SessionShard } from './shard.js';
+import type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
+import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
+import type { TreeLookup } from './host.js';
+
+/** Where one agent lives. */
+interface Route {
+  readonly host: number;
+  readonly slot: number;
+  readonly tree: CompiledTree;
+  readonly label: string;
+}
+
+/** A session as the router keeps it. */
+class RouterSession {
+  readonly name: string;
+  readonly fields: readonly string[] | null;
+  readonly maxAgents: number;
+  readonly routes = new Map<AgentId, Route>();
+  /**
+   * A cache of `routes` for small non-negative integer ids (the common case), packed `host << 24 | slot`,
+   * -1 when not cached: the rows hot path reads 4 contiguous bytes instead of a Map entry and a Route object.
+   * `routes` stays the truth; a miss here falls back to it.
+   */
+  fast = new Int32Array(0);
+  shards: SessionShard[];
+  world: unknown = null;
+  worldVersion = 0;
+  ticking = false;
+  /** Agents lost in a worker crash, reported once with the next tick. */
+  lost: Array<[AgentId, string, string]> = [];
+  /** Decisions of a tick that rejected (a worker crashed): delivered with the next tick. */
+  carried: DecisionLists[] = [];
+
+  constructor(name: string, fields: readonly string[] | null, maxAgents: number, hosts: number) {
+    this.name = name;
+    this.fields = fields;
+    this.maxAgents = maxAgents;
+    this.shards = Array.from({ length: hosts }, () => new SessionShard(fields?.length ?? 0));
+  }
+
+  addRoute(id: AgentId, r: Route): void {
+    this.routes.set(id, r);
+    if (typeof id !== 'number' || id < 0) return;
+    if (id >= this.fast.length) {
+      // Grow only while ids stay dense, so one agent with id 4,000,000 does not cost 16 MB.
+      if (id >= 2 * (this.routes.size + 512)) return;
+      let n = Math.max(1024, this.fast.length * 2);
+      while (n <= id) n *= 2;
+      const fast = new Int32Array(n).fill(-1);
+      fast.set(this.fast);
+      this.fast = fast;
+    }
+    this.fast[id] = (r.host << 24) | r.slot;
+  }
+
+  /** Where agent `id` lives, packed `host << 24 | slot`, or -1 if it is unknown. The hot path of rows and results. */
+  locate(id: AgentId): number {
+    // A typed array read with a non-integer or out-of-range key gives undefined: `?? -1` covers both.
+    const packed = typeof id === 'number' ? (this.fast[id] ?? -1) : -1;
+    if (packed >= 0) return packed;
+    const r = this.routes.get(id);
+    return r === undefined ? -1 : (r.host << 24) | r.slot;
+  }
+
+  removeRoute(id: AgentId): void {
+    this.routes.delete(id);
+    if (typeof id === 'number' && id >= 0 && id < this.fast.length) this.fast[id] = -1;
+  }
+}
+
+/** Routes pack as `host << 24 | slot` in an Int32: at most MAX_HOSTS hosts, MAX_SLOTS agents of a session per host. */
+export const MAX_HOSTS = 64;
+const MAX_SLOTS = 1 << 24;
+
+/** An error the caller made (unknown session, misuse); carries a protocol code for the session layer. */
+export class PoolUsageError extends Error {
+  readonly code: 'E_BAD_FIELD' | 'E_INTERNAL';
+  constructor(code: 'E_BAD_FIELD' | 'E_INTERNAL', message: string) {
+    super(message);
+    this.name = 'PoolUsageError';
+    this.code = code;
+  }
+}
+
+const CANONICAL_INT = /^-?(0|[1-9][0-9]{0,15})$/;
+
+/** Routing and buffering shared by both pools; see AgentPool for each method's contract. */
+export abstract class PoolRouter implements AgentPool {
+  abstract readonly workerCount: number;
+  protected readonly trees: TreeLookup;
+  protected readonly logger: PoolLogger | undefined;
+  /** Number of hosts: workers, or 1 inline. */
+  protected readonly hostCount: number;
+  /** Agents per host, every session included (spawn spreads by it). */
+  protected readonly load: number[];
+  /** False while a host is down (crashed, being replaced): spawns avoid it. */
+  protected readonly up: boolean[];
+  protected readonly lastTickMs: number[];
+  private readonly sessions = new Map<string, RouterSession>();
+  private nextReq = 1;
+
+  protected constructor(trees: TreeLookup, hostCount: number, logger: PoolLogger | undefined) {
+    this.trees = trees;
+    this.hostCount = hostCount;
+    this.logger = logger;
+    this.load = Array.from({ length: hostCount }, () => 0);
+    this.up = Array.from({ length: hostCount }, () => true);
+    this.lastTickMs = Array.from({ length: hostCount }, () => 0);
+  }
+
+  /** Delivers a message that needs no reply. */
+  protected abstract post(host: number, msg: ToHost, transfer: ArrayBuffer[]): void;
+  /** Delivers a message and resolves with the host's reply (rejects if the host is lost meanwhile). */
+  protected abstract request(host: number, msg: HostRequest, transfer: ArrayBuffer[]): Promise<FromHost>;
+  /** The world state in the form hosts receive it (the same object inline; bytes cloned once for every worker). */
+  protected abstract shareWorld(world: unknown): WorldUpdate;
+  /** Event-loop utilization of a host since the previous call. */
+  protected abstract elu(host: number): number;
+
+  abstract ready(): Promise<void>;
+  abstract close(): Promise<void>;
+
+  createSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number }): void {
+    if (this.sessions.has(session)) throw new PoolUsageError('E_INTERNAL', `session '${session}' already exists`);
+    const fields = opts.fields === null ? null : [...opts.fields];
+    if (fields !== null) {
+      const seen = new Set<string>();
+      for (const f of fields) {
+        if (typeof f !== 'string') throw new PoolUsageError('E_BAD_FIELD', 'fields: every field name must be a string');
+        // `__proto__` would replace the observation's prototype instead of naming a field.
+        if (f === '__proto__') throw new PoolUsageError('E_BAD_FIELD', "fields: '__proto__' is not allowed as a field name");
+        if (seen.has(f)) throw new PoolUsageError('E_BAD_FIELD', `fields: '${f}' is listed twice`);
+        seen.add(f);
+      }
+    }
+    this.sessions.set(session, new RouterSession(session, fields, opts.maxAgents, this.hostCount));
+  }
+
+  destroySession(session: string): void {
+    const s = this.sessions.get(session);
+    if (s === undefined) return;
+    this.sessions.delete(session);
+    for (let h = 0; h < this.hostCount; h++) {
+      this.load[h]! -= s.shards[h]!.count;
+      if (this.up[h]) this.post(h, { t: 'drop', session }, []);
+    }
+  }
+
+  spawn(session: string, entries: readonly SpawnEntry[]): { ids: AgentId[]; errors: EntryError[] } {
+    const s = this.session(session);
+    const ids: AgentId[] = [];
+    const errors: EntryError[] = [];
+    const orders: SpawnOrder[][] = Array.from({ length: this.hostCount }, () => []);
+    for (const e of entries) {
+      const id = (e as Partial<SpawnEntry> | null)?.id;
+      if (!isAgentId(id)) {
+        errors.push({ id: null, code: 'E_BAD_FIELD', message: 'id: must be an integer or a string' });
+        continue;
+      }
+      const bad = badSpawnField(e);
+      if (bad !== null) {
+        errors.push({ id, code: 'E_BAD_FIELD', message: bad });
+        continue;
+      }
+      const tree = this.trees.get(e.tree);
+      if (tree === undefined) {
+        errors.push({ id, code: 'E_UNKNOWN_TREE', message: `no tree named '${e.tree}'` });
+        continue;
+      }
+      if (s.routes.has(id)) {
+        errors.push({ id, code: 'E_DUPLICATE_AGENT', message: `agent ${JSON.stringify(id)} already exists in this session` });
+        continue;
+      }
+      const key = e.bb === undefined ? null : undeclaredKey(tree, e.bb);
+      if (key !== null) {
+        errors.push({ id, code: 'E_UNKNOWN_KEY', message: `blackboard key '${key}' is not declared by tree '${e.tree}'` });
+        continue;
+      }
+      if (s.routes.size >= s.maxAgents) {
+        errors.push({ id, code: 'E_LIMIT', message: `the session already has its maximum of ${s.maxAgents} agents` });
+        continue;
+      }
+      const host = this.leastLoaded();
+      if (host < 0) {
+        errors.push({ id, code: 'E_LIMIT', message: 'no worker is available to host the agent' });
+        continue;
+      }
+      if (s.shards[host]!.count >= MAX_SLOTS) {
+        errors.push({ id, code: 'E_LIMIT', message: `a worker hosts at most ${MAX_SLOTS} agents of one session` });
+        continue;
+      }
+      const slot = s.shards[host]!.allocate(id);
+      this.load[host]!++;
+      const label = e.label ?? '';
+      s.addRoute(id, { host, slot, tree, label });
+      orders[host]!.push([slot, id, e.tree, label, e.seed ?? null, e.bb ?? null]);
+      ids.push(id);
+    }
+    for (let h = 0; h < this.hostCount; h++) {
+      const agents = orders[h]!;
+      if (agents.length > 0) this.post(h, { t: 'spawn', session, fields: s.fields, agents }, []);
+    }
+    return { ids, errors };
+  }
+
+  despawn(session: string, ids: readonly AgentId[]): { ids: AgentId[]; errors: EntryError[] } {
+    const s = this.session(session);
+    const done: AgentId[] = [];
+    const errors: EntryError[] = [];
+    const slots: number[][] = Array.from({ length: this.hostCount }, () => []);
+    for (const id of ids) {
+      const r = s.routes.get(id);
+      if (r === undefined) {
+        errors.push(unknownAgent(id));
+        continue;
+      }
+      s.removeRoute(id);
+      s.shards[r.host]!.release(r.slot);
+      this.load[r.host]!--;
+      slots[r.host]!.push(r.slot);
+      done.push(id);
+    }
+    for (let h = 0; h < this.hostCount; h++) {
+      if (slots[h]!.length > 0) this.post(h, { t: 'despawn', session, slots: slots[h]! }, []);
+    }
+    return { ids: done, errors };
+  }
+
+  setBlackboard(session: string, entries: ReadonlyArray<readonly [AgentId, Record<string, unknown>]>): EntryError[] {
+    const s = this.session(session);
+    const errors: EntryError[] = [];
+    for (const entry of entries) {
+      const [id, values] = entry;
+      const r = s.routes.get(id);
+      if (r === undefined) {
+        errors.push(unknownAgent(id));
+        continue;
+      }
+      if (values === null || typeof values !== 'object' || Array.isArray(values)) {
+        errors.push({ id, code: 'E_BAD_FIELD', message: 'bb values: must be a map of key → value' });
+        continue;
+      }
+      const key = undeclaredKey(r.tree, values);
+      if (key !== null) {
+        errors.push({ id, code: 'E_UNKNOWN_KEY', message: `blackboard key '${key}' is not declared by tree '${r.tree.name}'` });
+        continue;
+      }
+      s.shards[r.host]!.pushBlackboard(r.slot, values);
+    }
+    return errors;
+  }
+
+  observe(
+    session: string,
+    agents: ReadonlyArray<readonly unknown[]> | Readonly<Record<string, Record<string, unknown>>>,
+    full: boolean,
+  ): { unknown: number } {
+    const s = this.session(session);
+    const shards = s.shards;
+    if (full) for (let h = 0; h < shards.length; h++) shards[h]!.startFull();
+    let unknown = 0;
+    if (Array.isArray(agents)) {
+      const rows = agents as ReadonlyArray<readonly unknown[]>;
+      if (s.fields === null && rows.length > 0) throw new PoolUsageError('E_BAD_FIELD', 'agents: positional rows need `fields` declared in hello');
+      for (let i = 0; i < rows.length; i++) {
+        const row = rows[i]!;
+        const at = s.locate(row[0] as AgentId);
+        if (at < 0) unknown++;
+        else shards[at >>> 24]!.pushRow(at & 0xffffff, row);
+      }
+    } else {
+      const map = agents as Readonly<Record<string, Record<string, unknown>>>;
+      for (const key of Object.keys(map)) {
+        // Map keys are strings on the wire; an integer key also names the numeric id.
+        const r = s.routes.get(key) ?? (CANONICAL_INT.test(key) ? s.routes.get(Number(key)) : undefined);
+        if (r === undefined) unknown++;
+        else shards[r.host]!.pushObject(r.slot, map[key]!);
+      }
+    }
+    return { unknown };
+  }
+
+  setWorld(session: string, world: unknown): void {
+    const s = this.session(session);
+    s.world = world;
+    s.worldVersion++;
+  }
+
+  results(session: string, results: ReadonlyArray<readonly [AgentId, number, 'success' | 'failure']>): EntryError[] {
+    const s = this.session(session);
+    const errors: EntryError[] = [];
+    for (let i = 0; i < results.length; i++) {
+      // Indexed reads, not `const [id, seq, status] = entry`: destructuring goes through the array iterator.
+      const entry = results[i]!;
+      const id = entry[0];
+      const seq = entry[1];
+      const status = entry[2];
+      const at = s.locate(id);
+      if (at < 0) {
+        errors.push(unknownAgent(id));
+        continue;
+      }
+      if (typeof seq !== 'number' || (status !== 'success' && status !== 'failure')) {
+        errors.push({ id, code: 'E_BAD_FIELD', message: "results: each entry is [id, seq, 'success' | 'failure']" });
+        continue;
+      }
+      s.shards[at >>> 24]!.pushResult(at & 0xffffff, seq, status === 'success');
+    }
+    return errors;
+  }
+
+  async tick(session: string, tick: number, time: number, dt: number, basedOn: number): Promise<Decisions> {
+    const s = this.session(session);
+    if (s.ticking) throw new PoolUsageError('E_INTERNAL', `session '${session}': tick ${tick} started before the previous tick ended`);
+    s.ticking = true;
+    try {
+      const pending: Array<Promise<FromHost>> = [];
+      const hosts: number[] = [];
+      // Cloned once, before any input is taken: a world that cannot be cloned fails the tick with nothing lost.
+      let update: WorldUpdate | null = null;
+      for (let h = 0; h < this.hostCount; h++) {
+        const shard = s.shards[h]!;
+        if (shard.count > 0 && this.up[h] && shard.worldSent !== s.worldVersion) update ??= this.shareWorld(s.world);
+      }
+      for (let h = 0; h < this.hostCount; h++) {
+        const shard = s.shards[h]!;
+        if (shard.count === 0 || !this.up[h]) {
+          shard.discard();
+          continue;
+        }
+        let world: WorldUpdate | null = null;
+        if (shard.worldSent !== s.worldVersion) {
+          world = update;
+          shard.worldSent = s.worldVersion;
+        }
+        const input = shard.take();
+        const order: TickOrder = { t: 'tick', req: this.nextReq++, session, time, dt, ...input, world };
+        pending.push(this.request(h, order, transferList(input.rows, input.results, input.spare)));
+        hosts.push(h);
+      }
+      const settled = await Promise.allSettled(pending);
+      const parts: DecisionLists[] = s.carried;
+      s.carried = [];
+      let failure: unknown = null;
+      for (let k = 0; k < settled.length; k++) {
+        const r = settled[k]!;
+        const h = hosts[k]!;
+        if (r.status === 'rejected') {
+          failure ??= r.reason;
+          continue;
+        }
+        const reply = r.value as TickReply;
+        const shard = s.shards[h]!;
+        this.lastTickMs[h] = reply.ms;
+        parts.push(unpackDecisions(reply.decisions, shard.ids));
+        shard.recycle(reply.rows, reply.results, reply.decisions);
+      }
+      if (failure !== null) {
+        s.carried = parts;
+        throw failure instanceof Error ? failure : new Error(String(failure));
+      }
+      const lost = s.lost;
+      s.lost = [];
+      if (parts.length === 0) return { tick, basedOn, actions: [], cancels: [], done: [], errors: lost };
+      return mergeDecisions(tick, basedOn, parts, lost);
+    } finally {
+      s.ticking = false;
+    }
+  }
+
+  listAgents(session: string): AgentListing[] {
+    const s = this.session(session);
+    const list: AgentListing[] = [];
+    for (const [id, r] of s.routes) list.push({ id, tree: r.tree.name, label: r.label, worker: r.host });
+    return list;
+  }
+
+  async inspectAgent(session: string, id: AgentId): Promise<AgentInspection | null> {
+    const s = this.session(session);
+    const r = s.routes.get(id);
+    if (r === undefined) return null;
+    const reply = await this.request(r.host, { t: 'inspect', req: this.nextReq++, session, slot: r.slot }, []);
+    return reply.t === 'inspected' ? reply.inspection : null;
+  }
+
+  agentCount(session?: string): number {
+    if (session !== undefined) return this.sessions.get(session)?.routes.size ?? 0;
+    let n = 0;
+    for (const l of this.load) n += l;
+    return n;
+  }
+
+  workerStats(): WorkerStats[] {
+    return this.load.map((agents, worker) => ({ worker, agents, elu: this.elu(worker), lastTickMs: this.lastTickMs[worker]! }));
+  }
+
+  /** Request ids for subclasses' own requests. */
+  protected nextRequestId(): number {
+    return this.nextReq++;
+  }
+
+  /**
+   * A host died with its agents: forget them, and report each once, with its session's next tick, as lost.
+   * The host's shards start over (a replacement host knows nothing).
+   */
+  protected loseHost(host: number): number {
+    let lost = 0;
+    for (const s of this.sessions.values()) {
+      for (const [id, r] of s.routes) {
+        if (r.host !== host) continue;
+        s.removeRoute(id);
+        s.lost.push([id, 'E_INTERNAL', 'agent lost: worker crashed']);
+        lost++;
+      }
+      s.shards[host] = new SessionShard(s.fields?.length ?? 0);
+    }
+    this.load[host] = 0;
+    return lost;
+  }
+
+  private session(name: string): RouterSession {
+    const s = this.sessions.get(name);
+    if (s === undefined) throw new PoolUsageError('E_INTERNAL', `no session '${name}'`);
+    return s;
+  }
+
+  /** The live host with the fewest agents (lowest number on ties), or -1. */
+  private leastLoaded(): number {
+    let best = -1;
+    for (let h = 0; h < this.hostCount; h++) {
+      if (this.up[h] && (best < 0 || this.load[h]! < this.load[best]!)) best = h;
+    }
+    return best;
+  }
+}
+
+function isAgentId(id: unknown): id is AgentId {
+  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
+}
+
+/** The first wrongly typed optional field of a spawn entry, as a message, or null. */
+function badSpawnField(e: SpawnEntry): string | null {
+  if (typeof e.tree !== 'string') return 'tree: must be a string';
+  if (e.label !== undefined && typeof e.label !== 'string') return 'label: must be a string';
+  if (e.seed !== undefined && (typeof e.seed !== 'number' || !Number.isFinite(e.seed))) return 'seed: must be a number';
+  if (e.bb !== undefined && (e.bb === null || typeof e.bb !== 'object' || Array.isArray(e.bb))) return 'bb: must be a map of key → value';
+  return null;
+}
+
+function undeclaredKey(tree: CompiledTree, values: Readonly<Record<string, unknown>>): string | null {
+  for (const key of Object.keys(values)) if (!tree.blackboardKeys.has(key)) return key;
+  return null;
+}
+
+function unknownAgent(id: AgentId): EntryError {
+  return { id: isAgentId(id) ? id : null, code: 'E_UNKNOWN_AGENT', message: `no agent ${JSON.stringify(id)} in this session` };
+}

@@ -1,0 +1,198 @@
+// One session's share of one host, as the router sees it: the slots it handed out there and the input buffered
+// for that host until the session's next tick (rows packed into typed arrays, results, bb writes, observations).
+
+import type { AgentId } from '../../bt/index.js';
+import type { DecisionColumns, SpareColumns } from './decisions.js';
+import { Tag, type ResultBatch, type RowBatch } from './wire.js';
+
+/** The input of one tick for one host, taken out of a shard by `take()`. */
+export interface ShardInput {
+  clear: boolean;
+  bb: Array<[number, Record<string, unknown>]> | null;
+  objects: Array<[number, Record<string, unknown>]> | null;
+  rows: RowBatch | null;
+  results: ResultBatch | null;
+  spare: SpareColumns | null;
+}
+
+const MIN_ROWS = 64;
+/** Buffers handed back by hosts and kept for reuse; two cover one tick in flight while the next fills. */
+const MAX_SPARES = 2;
+
+/** Slot allocation and buffered input of one (session, host) pair. */
+export class SessionShard {
+  /** Values per row: the session's field count. */
+  readonly width: number;
+  /** Agents of the session on this host. */
+  count = 0;
+  /** The session's world version this host has; -1: none yet. */
+  worldSent = -1;
+  /**
+   * The agent id in each slot, to turn the host's slot-numbered decisions back into ids. A freed slot keeps
+   * its id until reused, and it is not reused before the next tick is sent: so a reply always finds the ids
+   * its tick was sent with.
+   */
+  readonly ids: AgentId[] = [];
+  private nextSlot = 0;
+  private readonly free: number[] = [];
+  /** Slots freed since the last tick: not reused until a tick has carried them, so buffered input never reaches a newcomer. */
+  private quarantine: number[] = [];
+
+  private clear = false;
+  private bb: Array<[number, Record<string, unknown>]> | null = null;
+  private objects: Array<[number, Record<string, unknown>]> | null = null;
+  private rows: RowBatch | null = null;
+  private results: ResultBatch | null = null;
+  private readonly spareRows: RowBatch[] = [];
+  private readonly spareResults: ResultBatch[] = [];
+  private spareColumns: SpareColumns | null = null;
+
+  constructor(width: number) {
+    this.width = width;
+  }
+
+  /** A slot for agent `id`: a freed one if any (keeps the host's array dense), else a new one. */
+  allocate(id: AgentId): number {
+    this.count++;
+    const slot = this.free.pop() ?? this.nextSlot++;
+    this.ids[slot] = id;
+    return slot;
+  }
+
+  /** Frees a slot; it becomes reusable after the next tick is sent. */
+  release(slot: number): void {
+    this.count--;
+    this.quarantine.push(slot);
+  }
+
+  /** True when something is buffered for the next tick. */
+  get hasInput(): boolean {
+    return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.results !== null;
+  }
+
+  /** Appends one positional row `[id, v1, v2, ...]` for the agent in `slot`; missing values read null. */
+  pushRow(slot: number, row: readonly unknown[]): void {
+    const b = this.rows ?? (this.rows = this.spareRows.pop() ?? newRowBatch(this.width, Math.max(MIN_ROWS, this.count)));
+    const i = b.count;
+    if (i === b.slots.length) growRows(b);
+    b.count = i + 1;
+    b.slots[i] = slot;
+    const width = this.width;
+    const values = b.values;
+    const tags = b.tags;
+    const base = i * width;
+    const n = row.length - 1 < width ? row.length - 1 : width;
+    let k = 0;
+    for (; k < n; k++) {
+      const v = row[k + 1];
+      if (typeof v === 'number') {
+        values[base + k] = v;
+        tags[base + k] = Tag.NUMBER;
+      } else if (v === true) tags[base + k] = Tag.TRUE;
+      else if (v === false) tags[base + k] = Tag.FALSE;
+      else if (v === null || v === undefined) tags[base + k] = Tag.NULL;
+      else {
+        values[base + k] = b.other.length;
+        b.other.push(v);
+        tags[base + k] = Tag.OTHER;
+      }
+    }
+    for (; k < width; k++) tags[base + k] = Tag.NULL;
+  }
+
+  /** Replaces the observation of the agent in `slot` with a whole object (map form: cloned, the slow path). */
+  pushObject(slot: number, obs: Record<string, unknown>): void {
+    (this.objects ??= []).push([slot, obs]);
+  }
+
+  /** A full snapshot starts: drop the observations buffered so far; the host clears every agent's first. */
+  startFull(): void {
+    this.clear = true;
+    this.objects = null;
+    if (this.rows !== null) {
+      this.rows.count = 0;
+      this.rows.other.length = 0;
+    }
+  }
+
+  pushResult(slot: number, seq: number, success: boolean): void {
+    const r = this.results ?? (this.results = this.spareResults.pop() ?? { count: 0, data: new Float64Array(3 * MIN_ROWS) });
+    if (r.count * 3 === r.data.length) {
+      const data = new Float64Array(r.data.length * 2);
+      data.set(r.data);
+      r.data = data;
+    }
+    const at = r.count * 3;
+    r.data[at] = slot;
+    r.data[at + 1] = seq;
+    r.data[at + 2] = success ? 1 : 0;
+    r.count++;
+  }
+
+  pushBlackboard(slot: number, values: Record<string, unknown>): void {
+    (this.bb ??= []).push([slot, values]);
+  }
+
+  /** Takes the buffered input for a tick and releases quarantined slots: the tick order carries their despawn. */
+  take(): ShardInput {
+    const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, results: this.results, spare: this.spareColumns };
+    this.spareColumns = null;
+    this.clear = false;
+    this.bb = null;
+    this.objects = null;
+    this.rows = null;
+    this.results = null;
+    this.endTick();
+    return input;
+  }
+
+  /** Forgets the buffered input (the host has no agent of the session left) and releases quarantined slots. */
+  discard(): void {
+    const { rows, results, spare } = this.take();
+    this.recycle(rows, results);
+    this.spareColumns = spare;
+  }
+
+  /** Keeps buffers handed back by the host for the next ticks (decision columns: once unpacked). */
+  recycle(rows: RowBatch | null, results: ResultBatch | null, columns: DecisionColumns | null = null): void {
+    if (columns !== null) this.spareColumns = { actions: columns.actions, cancels: columns.cancels, done: columns.done };
+    if (rows !== null && rows.width === this.width && this.spareRows.length < MAX_SPARES) {
+      rows.count = 0;
+      rows.other.length = 0;
+      this.spareRows.push(rows);
+    }
+    if (results !== null && this.spareResults.length < MAX_SPARES) {
+      results.count = 0;
+      this.spareResults.push(results);
+    }
+  }
+
+  private endTick(): void {
+    for (let i = 0; i < this.quarantine.length; i++) this.free.push(this.quarantine[i]!);
+    this.quarantine.length = 0;
+  }
+}
+
+function newRowBatch(width: number, capacity: number): RowBatch {
+  return {
+    count: 0,
+    width,
+    slots: new Int32Array(capacity),
+    values: new Float64Array(capacity * width),
+    tags: new Uint8Array(capacity * width),
+    other: [],
+  };
+}
+
+function growRows(b: RowBatch): void {
+  const capacity = b.slots.length * 2;
+  const slots = new Int32Array(capacity);
+  slots.set(b.slots);
+  const values = new Float64Array(capacity * b.width);
+  values.set(b.values);
+  const tags = new Uint8Array(capacity * b.width);
+  tags.set(b.tags);
+  b.slots = slots;
+  b.values = values;
+  b.tags = tags;
+}

@@ -1,0 +1,140 @@
+// The agent pool's public contract: what the session layer hands in (spawns, rows, results) and gets back
+// (one Decisions per session tick). Both pools, inline and worker threads, implement AgentPool.
+
+import type { AgentId, AgentInspection } from '../../bt/index.js';
+
+/** One agent to create (the protocol's `spawn` entry). `bb` holds declared keys only. */
+export interface SpawnEntry {
+  id: AgentId;
+  tree: string;
+  label?: string;
+  seed?: number;
+  bb?: Record<string, unknown>;
+}
+
+/** Why one entry of a spawn, despawn, bb or result list was refused; the other entries go on. */
+export interface EntryError {
+  id: AgentId | null;
+  code: 'E_UNKNOWN_TREE' | 'E_DUPLICATE_AGENT' | 'E_UNKNOWN_AGENT' | 'E_UNKNOWN_KEY' | 'E_LIMIT' | 'E_BAD_FIELD';
+  message: string;
+}
+
+/**
+ * What one session tick decided, merged over every worker, protocol-shaped (protocol.md, `decisions`).
+ * Each agent's own entries keep their order; the order between agents is not part of the contract
+ * (entries are grouped by worker, then by the agent's slot in that worker).
+ */
+export interface Decisions {
+  tick: number;
+  basedOn: number;
+  actions: Array<[AgentId, number, string, unknown]>;
+  cancels: Array<[AgentId, number]>;
+  done: Array<[AgentId, 'success' | 'failure']>;
+  errors: Array<[AgentId, string, string]>;
+}
+
+/** A pino-compatible logger; the pool logs only rare events (worker crashes, load failures), never per tick. */
+export interface PoolLogger {
+  info(obj: unknown, msg?: string): void;
+  warn(obj: unknown, msg?: string): void;
+  error(obj: unknown, msg?: string): void;
+}
+
+/** How to build a pool. */
+export interface PoolOptions {
+  /** The tree folder (trees.md), loaded by the main thread (to check spawns) and by every worker. */
+  trees: string;
+  /** A folder of plugin modules (`.js`, `.mjs`, `.cjs`; each default-exports a CanopyPlugin), or undefined. */
+  plugins?: string;
+  /** Worker threads hosting agents; 0 = inline: agents are ticked on the calling thread (tests, tiny deployments). */
+  workers: number;
+  /** Where crashes and respawns are reported. Default: nothing is logged. */
+  logger?: PoolLogger;
+}
+
+/** One agent as the routing table knows it (no worker round trip). */
+export interface AgentListing {
+  id: AgentId;
+  tree: string;
+  label: string;
+  /** The worker hosting it; 0 in the inline pool. */
+  worker: number;
+}
+
+/** Load figures of one worker (the calling thread for the inline pool). */
+export interface WorkerStats {
+  worker: number;
+  /** Agents hosted, every session included. */
+  agents: number;
+  /** Event-loop utilization since the previous workerStats() call, 0–1. */
+  elu: number;
+  /** Duration of the worker's last tick (input applied + agents ticked), ms. */
+  lastTickMs: number;
+}
+
+/**
+ * Hosts the agents of every session and ticks them: inline on the calling thread, or spread over worker
+ * threads with the main thread only routing. The session layer owns sessions' clocks and sockets; the
+ * pool owns agents. Calls other than `tick` and `inspectAgent` are synchronous and take effect in order.
+ * Inputs (rows, world, bb values, results) are taken over by the pool: do not mutate them afterwards.
+ */
+export interface AgentPool {
+  /** Worker threads in use; 0 for the inline pool. */
+  readonly workerCount: number;
+  /** Resolves when every worker has loaded trees and plugins; rejects with the loader's error text if they fail. */
+  ready(): Promise<void>;
+  /**
+   * Opens a session. `fields`: observation field names for positional rows (null: map-form observations only).
+   * Throws if the session exists or `fields` repeats a name or uses `__proto__`.
+   */
+  createSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number }): void;
+  /** Frees every agent of the session (no cancels are produced). Unknown sessions are ignored. */
+  destroySession(session: string): void;
+  /**
+   * Synchronous checks on the main thread (unknown tree, duplicate id, undeclared bb key, maxAgents → E_LIMIT),
+   * then agents are created in workers (spread: least-loaded worker first, so one session with 50k agents
+   * uses every worker). Each entry succeeds or fails alone.
+   */
+  spawn(session: string, entries: readonly SpawnEntry[]): { ids: AgentId[]; errors: EntryError[] };
+  /**
+   * Frees agents. Their running actions are halted (plugin halt hooks run) but no cancels are produced:
+   * the game server removed the agent. Unknown ids → E_UNKNOWN_AGENT.
+   */
+  despawn(session: string, ids: readonly AgentId[]): { ids: AgentId[]; errors: EntryError[] };
+  /** Blackboard writes, applied at the start of the next tick. Unknown agent or undeclared key → an error entry, nothing written. */
+  setBlackboard(session: string, entries: ReadonlyArray<readonly [AgentId, Record<string, unknown>]>): EntryError[];
+  /**
+   * Positional rows `[id, v1, v2...]` in the session's `fields` order, or a map id → observation object.
+   * Buffered per worker until the next tick(). Returns how many rows named unknown agents (ignored, counted).
+   * `full`: agents not listed lose their observation (self = null). A row shorter than `fields` reads null
+   * for the missing values. Map keys that are integers in canonical form also match numeric ids.
+   * Throws on positional rows in a session without `fields`.
+   */
+  observe(
+    session: string,
+    agents: ReadonlyArray<readonly unknown[]> | Readonly<Record<string, Record<string, unknown>>>,
+    full: boolean,
+  ): { unknown: number };
+  /** Replaces the session's shared world state (sent to workers with the next tick). */
+  setWorld(session: string, world: unknown): void;
+  /** Action results `[id, seq, status]`; buffered per worker until the next tick. Unknown agent → E_UNKNOWN_AGENT error entry. */
+  results(session: string, results: ReadonlyArray<readonly [AgentId, number, 'success' | 'failure']>): EntryError[];
+  /**
+   * Sends ONE message per worker holding this session's buffered input (rows, world, results, bb writes) and
+   * the tick command; every agent of the session is ticked exactly once at tree time `time`; replies are
+   * merged into one Decisions. Ticks of one session never overlap: the caller awaits (an overlapping call
+   * rejects). If a worker crashes meanwhile the tick rejects; the decisions the other workers made are
+   * delivered with the next tick, and the lost agents are reported there as `E_INTERNAL` errors.
+   */
+  tick(session: string, tick: number, time: number, dt: number, basedOn: number): Promise<Decisions>;
+  /** The session's agents, from the routing table. */
+  listAgents(session: string): AgentListing[];
+  /** A snapshot of one agent for tools (asks its worker); null if unknown. */
+  inspectAgent(session: string, id: AgentId): Promise<AgentInspection | null>;
+  /** Agents of one session, or of every session. */
+  agentCount(session?: string): number;
+  /** Per worker: agents hosted, event-loop utilization since the previous call (0–1), last tick duration ms. */
+  workerStats(): WorkerStats[];
+  /** Stops the workers; pending ticks reject. */
+  close(): Promise<void>;
+}

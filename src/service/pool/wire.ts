@@ -1,0 +1,101 @@
+// The messages between the pool's router (main thread) and an AgentHost (a worker, or the same thread in the
+// inline pool), and the compact forms that keep one session tick to one message per worker.
+
+import type { AgentId, AgentInspection } from '../../bt/index.js';
+import type { DecisionColumns, SpareColumns } from './decisions.js';
+
+/** Type tag of one positional row value: the value itself lives in `values` (numbers) or `other`. */
+export const Tag = {
+  NUMBER: 0,
+  TRUE: 1,
+  FALSE: 2,
+  NULL: 3,
+  /** Strings, objects, arrays, bigints: `values[i]` is the index into `other`. */
+  OTHER: 4,
+} as const;
+
+/**
+ * Positional rows for one worker, column-major per row: row i's agent is `slots[i]`, its value k is
+ * `tags[i * width + k]` / `values[i * width + k]`. The buffers are transferred, never cloned, and handed
+ * back with the reply so the router reuses them.
+ */
+export interface RowBatch {
+  count: number;
+  width: number;
+  slots: Int32Array;
+  values: Float64Array;
+  tags: Uint8Array;
+  other: unknown[];
+}
+
+/** Action results for one worker: `count` triples (slot, seq, 1 success / 0 failure) in `data`. */
+export interface ResultBatch {
+  count: number;
+  data: Float64Array;
+}
+
+/** A new agent for a host: [slot, id, tree, label, seed, bb]. */
+export type SpawnOrder = [number, AgentId, string, string, number | null, Record<string, unknown> | null];
+
+/** The world state, cloned once per tick even when several workers need it. */
+export type WorldUpdate = { value: unknown } | { bytes: Uint8Array };
+
+/** Everything one worker needs for one session tick: buffered input, then the tick itself. */
+export interface TickOrder {
+  t: 'tick';
+  req: number;
+  session: string;
+  time: number;
+  dt: number;
+  /** A full snapshot arrived: every agent loses its observation before `rows` and `objects` apply. */
+  clear: boolean;
+  bb: Array<[number, Record<string, unknown>]> | null;
+  objects: Array<[number, Record<string, unknown>]> | null;
+  rows: RowBatch | null;
+  results: ResultBatch | null;
+  world: WorldUpdate | null;
+  /** Decision buffers of this host's previous reply, handed back for reuse. */
+  spare: SpareColumns | null;
+}
+
+/** Router → host. `spawn` carries the session's fields so a host (or a respawned worker) needs no set-up message. */
+export type ToHost =
+  | { t: 'spawn'; session: string; fields: readonly string[] | null; agents: SpawnOrder[] }
+  | { t: 'despawn'; session: string; slots: number[] }
+  | { t: 'drop'; session: string }
+  | TickOrder
+  | { t: 'inspect'; req: number; session: string; slot: number };
+
+/** The messages a host answers. */
+export type HostRequest = Extract<ToHost, { req: number }>;
+
+/** A tick's reply: decisions, timing, and the input buffers handed back for reuse. */
+export interface TickReply {
+  t: 'ticked';
+  req: number;
+  ms: number;
+  decisions: DecisionColumns;
+  rows: RowBatch | null;
+  results: ResultBatch | null;
+}
+
+/** Host → router. */
+export type FromHost =
+  | TickReply
+  | { t: 'inspected'; req: number; inspection: AgentInspection | null }
+  | { t: 'failed'; req: number; message: string };
+
+/** Worker → router, once, after loading (not sent by the inline host). */
+export type WorkerHello = { t: 'ready'; ok: true; trees: Record<string, string> } | { t: 'ready'; ok: false; error: string };
+
+/**
+ * The ArrayBuffers of a tick order or reply, for postMessage's transfer list. World bytes are not listed:
+ * the same bytes go to several workers, so they are copied (a memcpy, not a re-serialization).
+ */
+export function transferList(rows: RowBatch | null, results: ResultBatch | null, columns: SpareColumns | null): ArrayBuffer[] {
+  const list: ArrayBuffer[] = [];
+  if (rows !== null) list.push(rows.slots.buffer as ArrayBuffer, rows.values.buffer as ArrayBuffer, rows.tags.buffer as ArrayBuffer);
+  if (results !== null) list.push(results.data.buffer as ArrayBuffer);
+  if (columns !== null) list.push(columns.actions.buffer as ArrayBuffer, columns.cancels.buffer as ArrayBuffer, columns.done.buffer as ArrayBuffer);
+  return list;
+}

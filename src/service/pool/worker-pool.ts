@@ -1,0 +1,185 @@
+// WorkerPool: agents live in worker threads (one AgentHost each); the main thread only routes. A crashed worker
+// never takes the process down: its requests reject, its agents are reported lost, and a fresh worker replaces it.
+
+import { serialize } from 'node:v8';
+import { Worker } from 'node:worker_threads';
+import type { TreeLookup } from './host.js';
+import { PoolRouter } from './router.js';
+import type { PoolLogger, PoolOptions } from './types.js';
+import type { FromHost, HostRequest, ToHost, WorkerHello, WorldUpdate } from './wire.js';
+
+/**
+ * Starts a worker running worker.ts's compiled form (dist/: worker.js, started directly). Under vitest the pool
+ * runs from its TypeScript sources (import.meta.url ends in `.ts`) and the worker must run worker.ts through tsx.
+ * `execArgv: ['--import', 'tsx']` is not enough on Node 20: hooks registered that way do not reach the worker's
+ * own modules ("Unknown file extension .ts"). So the worker boots from a two-line script that registers tsx's
+ * loader inside the thread, then imports worker.ts.
+ */
+function startWorker(data: { trees: string; plugins: string | undefined }): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: data });
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const entry = new URL('./worker.ts', import.meta.url).href;
+  const boot = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
+  return new Worker(boot, { eval: true, workerData: data });
+}
+
+interface Pending {
+  resolve(reply: FromHost): void;
+  reject(err: Error): void;
+}
+
+/** One worker thread and the requests waiting on it. */
+class HostThread {
+  readonly worker: Worker;
+  readonly pending = new Map<number, Pending>();
+  /** Settles with the worker's `ready`; rejects with the loader's error text. */
+  readonly ready: Promise<void>;
+  isReady = false;
+  gone = false;
+  eluPrev: ReturnType<Worker['performance']['eventLoopUtilization']> | null = null;
+  settleReady: (err: Error | null) => void = () => {};
+
+  constructor(worker: Worker) {
+    this.worker = worker;
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.settleReady = (err) => (err === null ? resolve() : reject(err));
+    });
+    this.ready.catch(() => {}); // rejections are delivered through ready() and logged; never unhandled
+  }
+}
+
+/** The pool over worker threads; see AgentPool. Build it with createAgentPool({ workers: n }). */
+export class WorkerPool extends PoolRouter {
+  readonly workerCount: number;
+  private readonly options: PoolOptions;
+  private readonly threads: HostThread[];
+  private readonly started: Promise<void>;
+  /** Tree fingerprints the main thread compiled; every worker must have the same. */
+  private readonly hashes: Record<string, string>;
+  private readonly replaced: Array<Array<() => void>>;
+  private closed = false;
+
+  constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
+    super(trees, options.workers, logger);
+    this.workerCount = options.workers;
+    this.options = options;
+    this.hashes = {};
+    for (const name of trees.names()) this.hashes[name] = trees.get(name)!.hash;
+    this.replaced = Array.from({ length: options.workers }, () => []);
+    this.threads = Array.from({ length: options.workers }, (_, i) => this.startThread(i));
+    this.started = Promise.all(this.threads.map((t) => t.ready)).then(() => undefined);
+    this.started.catch(() => {});
+  }
+
+  ready(): Promise<void> {
+    return this.started;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.threads) {
+      t.gone = true;
+      failAll(t, new Error('agent pool closed'));
+    }
+    await Promise.all(this.threads.map((t) => t.worker.terminate()));
+  }
+
+  /** Test hook: makes worker `i` throw an uncaught error; resolves when its replacement is ready. */
+  crashForTests(i: number): Promise<void> {
+    const t = this.threads[i];
+    if (t === undefined) throw new RangeError(`no worker ${i}`);
+    const replaced = new Promise<void>((resolve) => this.replaced[i]!.push(resolve));
+    t.worker.postMessage({ t: 'crash' }, []);
+    return replaced;
+  }
+
+  protected post(host: number, msg: ToHost, transfer: ArrayBuffer[]): void {
+    this.threads[host]!.worker.postMessage(msg, transfer);
+  }
+
+  protected request(host: number, msg: HostRequest, transfer: ArrayBuffer[]): Promise<FromHost> {
+    const t = this.threads[host]!;
+    if (t.gone) return Promise.reject(new Error(`worker ${host} is down`));
+    return new Promise<FromHost>((resolve, reject) => {
+      t.pending.set(msg.req, { resolve, reject });
+      t.worker.postMessage(msg, transfer);
+    });
+  }
+
+  /** Serialized once, then the bytes are copied to each worker: two workers do not cost two structured clones. */
+  protected shareWorld(world: unknown): WorldUpdate {
+    return { bytes: serialize(world) };
+  }
+
+  protected elu(host: number): number {
+    const t = this.threads[host]!;
+    if (!t.isReady || t.gone) return 0;
+    const perf = t.worker.performance;
+    const now = perf.eventLoopUtilization();
+    const since = t.eluPrev === null ? now : perf.eventLoopUtilization(now, t.eluPrev);
+    t.eluPrev = now;
+    return since.utilization;
+  }
+
+  private startThread(i: number): HostThread {
+    const t = new HostThread(startWorker({ trees: this.options.trees, plugins: this.options.plugins }));
+    t.worker.on('message', (msg: FromHost | WorkerHello) => {
+      if (msg.t === 'ready') {
+        if (!msg.ok) {
+          t.settleReady(new Error(msg.error));
+          return;
+        }
+        const mismatch = Object.keys(this.hashes).find((name) => msg.trees[name] !== this.hashes[name]);
+        if (mismatch !== undefined || Object.keys(msg.trees).length !== Object.keys(this.hashes).length) {
+          t.settleReady(new Error(`worker ${i} loaded different trees than the main thread${mismatch === undefined ? '' : ` (tree '${mismatch}')`}: was the tree folder changed?`));
+          return;
+        }
+        t.isReady = true;
+        t.settleReady(null);
+        return;
+      }
+      const p = t.pending.get(msg.req);
+      if (p === undefined) return;
+      t.pending.delete(msg.req);
+      if (msg.t === 'failed') p.reject(new Error(`worker ${i}: ${msg.message}`));
+      else p.resolve(msg);
+    });
+    t.worker.on('error', (err) => this.onThreadDown(i, t, err));
+    t.worker.on('exit', (code) => this.onThreadDown(i, t, new Error(`worker exited with code ${code}`)));
+    t.worker.on('messageerror', (err) => this.logger?.error({ err, worker: i }, 'agent pool: a worker message could not be deserialized'));
+    t.ready.then(
+      () => {
+        this.up[i] = true;
+        for (const resolve of this.replaced[i]!.splice(0)) resolve();
+      },
+      (err: unknown) => {
+        this.up[i] = false;
+        this.logger?.error({ err, worker: i }, 'agent pool: worker failed to load trees and plugins');
+        void t.worker.terminate(); // a worker with other trees than the router's must not host agents
+      },
+    );
+    return t;
+  }
+
+  /** The worker crashed or exited: fail its requests, forget its agents, start a replacement (if it had ever loaded). */
+  private onThreadDown(i: number, t: HostThread, err: Error): void {
+    if (t.gone) return; // 'error' is followed by 'exit'; a closed pool expects both
+    t.gone = true;
+    this.up[i] = false;
+    const wasReady = t.isReady;
+    if (!wasReady) t.settleReady(new Error(`worker ${i} stopped before loading: ${err.message}`));
+    failAll(t, new Error(`worker ${i} crashed: ${err.message}`));
+    const lost = this.loseHost(i);
+    void t.worker.terminate();
+    if (this.closed) return;
+    if (!wasReady) return; // it never loaded: a replacement would fail the same way
+    this.logger?.error({ err, worker: i, lostAgents: lost }, 'agent pool: worker crashed; its agents are lost; starting a replacement');
+    this.threads[i] = this.startThread(i);
+  }
+}
+
+function failAll(t: HostThread, err: Error): void {
+  for (const p of t.pending.values()) p.reject(err);
+  t.pending.clear();
+}

@@ -1,0 +1,42 @@
+// A pool worker thread: loads plugins and trees, then hosts agents for the main thread's router (AgentHost).
+// workerData: { trees, plugins }. Says `ready` once; afterwards answers tick and inspect requests.
+
+import { parentPort, workerData } from 'node:worker_threads';
+import { AgentHost } from './host.js';
+import { loadTrees } from './load.js';
+import { transferList, type FromHost, type ToHost, type WorkerHello } from './wire.js';
+
+/** The test hook's message (crashWorkerForTests): the worker dies the way a bug would kill it. */
+interface CrashOrder {
+  t: 'crash';
+}
+
+const port = parentPort;
+if (port === null) throw new Error('pool worker: must run as a worker thread');
+const { trees, plugins } = workerData as { trees: string; plugins: string | undefined };
+
+const loaded = await loadTrees(trees, plugins);
+if (!loaded.ok) {
+  port.postMessage({ t: 'ready', ok: false, error: loaded.error } satisfies WorkerHello);
+  // Nothing listens: the worker exits once the message is out.
+} else {
+  const library = loaded.library;
+  const host = new AgentHost(library);
+  // Messages sent before this listener exists wait in the port, in order.
+  port.on('message', (msg: ToHost | CrashOrder) => {
+    if (msg.t === 'crash') throw new Error('pool worker: crash requested (test hook)');
+    let reply: FromHost | null;
+    try {
+      reply = host.handle(msg);
+    } catch (err) {
+      // A bug in the host: fail this request, keep the agents (a crash would lose every one of them).
+      if (!('req' in msg)) throw err;
+      reply = { t: 'failed', req: msg.req, message: err instanceof Error ? err.message : String(err) };
+    }
+    if (reply === null) return;
+    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions) : []);
+  });
+  const hashes: Record<string, string> = {};
+  for (const name of library.names()) hashes[name] = library.get(name)!.hash;
+  port.postMessage({ t: 'ready', ok: true, trees: hashes } satisfies WorkerHello);
+}

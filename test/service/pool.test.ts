@@ -1,0 +1,417 @@
+// The agent pool: one suite run against both implementations (inline, and two real worker threads), like Hono's
+// router suite. Trees and a plugin are written into a temp folder; every wait is on a promise, never a sleep.
+
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentId } from '../../src/bt/index.js';
+import { crashWorkerForTests, createAgentPool, type AgentPool, type Decisions } from '../../src/service/pool/index.js';
+
+const FIELDS = ['hp', 'enemy', 'dist', 'name'] as const;
+const DT = 0.05;
+
+/**
+ * guard: alarm (instant, world) > flee (waits for a result) > attack (instant, args read self and rand()) >
+ * patrol (waits for a result; args read the blackboard and self). A null observation falls through to patrol.
+ */
+const GUARD = {
+  blackboard: { speed: 1, target: null },
+  root: {
+    type: 'selector',
+    children: [
+      { type: 'sequence', children: [{ type: 'condition', expr: 'world.alarm == true' }, { type: 'action', action: 'alarm', instant: true }] },
+      { type: 'sequence', children: [{ type: 'condition', expr: 'self.hp < 30' }, { type: 'action', action: 'flee' }] },
+      {
+        type: 'sequence',
+        children: [
+          { type: 'condition', expr: 'self.enemy' },
+          { type: 'action', action: 'attack', instant: true, args: { d: 'self.dist', roll: 'rand()' } },
+        ],
+      },
+      { type: 'action', action: 'patrol', args: { speed: 'bb.speed', name: 'self.name' } },
+    ],
+  },
+};
+
+/** volatile: the plugin condition `explodes` throws when `self.boom` is true; otherwise `ok` every tick. */
+const VOLATILE = {
+  root: { type: 'sequence', children: [{ type: 'explodes' }, { type: 'action', action: 'ok', instant: true }] },
+};
+
+const PLUGIN = `export default {
+  name: 'test-plugin',
+  conditions: {
+    explodes: {
+      description: 'Throws when self.boom is true.',
+      test(ctx) {
+        if (ctx.self !== null && ctx.self.boom === true) throw new Error('kaboom');
+        return true;
+      },
+    },
+  },
+};
+`;
+
+let dir: string;
+let trees: string;
+let plugins: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'canopy-pool-'));
+  trees = join(dir, 'trees');
+  plugins = join(dir, 'plugins');
+  mkdirSync(trees);
+  mkdirSync(plugins);
+  writeFileSync(join(trees, 'guard.json'), JSON.stringify(GUARD));
+  writeFileSync(join(trees, 'volatile.json'), JSON.stringify(VOLATILE));
+  writeFileSync(join(plugins, 'explodes.mjs'), PLUGIN);
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Orders tuples by their JSON text. */
+function byJson(a: readonly unknown[], b: readonly unknown[]): number {
+  const x = JSON.stringify(a);
+  const y = JSON.stringify(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** Entries sorted by agent id (then by the rest), so decisions of different pools compare as sets per agent. */
+function canonical(d: Decisions): Omit<Decisions, 'tick' | 'basedOn'> {
+  return {
+    actions: d.actions.toSorted(byJson),
+    cancels: d.cancels.toSorted(byJson),
+    done: d.done.toSorted(byJson),
+    errors: d.errors.toSorted(byJson),
+  };
+}
+
+/** A scripted game: 200 agents (mixed id types, fixed seeds), 12 ticks of changing rows, full snapshots, world flips, results. */
+async function scriptedRun(p: AgentPool, session: string): Promise<unknown[]> {
+  const out: unknown[] = [];
+  const ids = Array.from({ length: 200 }, (_, i) => (i % 3 === 0 ? `a${i}` : i));
+  p.spawn(session, ids.map((id, i) => ({ id, tree: 'guard', seed: i * 7 })));
+  let pending: Array<[AgentId, number, 'success' | 'failure']> = [];
+  for (let n = 1; n <= 12; n++) {
+    p.observe(session, ids.map((id, i) => [id, (i * 13 + n * 7) % 100, (i + n) % 3 === 0, (i * n) % 10, `n${i}`]), n % 5 === 0);
+    p.results(session, pending);
+    if (n === 6) p.setWorld(session, { alarm: true });
+    if (n === 7) p.setWorld(session, { alarm: false });
+    const d = await p.tick(session, n, n * DT, DT, n);
+    // Results depend on the agent and seq only, never on where an agent sits in the lists.
+    pending = d.actions
+      .filter((a) => a[2] === 'flee' || a[2] === 'patrol')
+      .map((a) => [a[0], a[1], (String(a[0]).length * 3 + a[1]) % 4 === 0 ? 'failure' : 'success']);
+    out.push(canonical(d));
+  }
+  return out;
+}
+
+function actionsOf(d: Decisions, id: AgentId): Array<[number, string, unknown]> {
+  return d.actions.filter((a) => a[0] === id).map(([, seq, name, args]) => [seq, name, args]);
+}
+
+describe.each([
+  ['inline', 0],
+  ['worker threads', 2],
+] as const)('agent pool (%s)', (_name, workers) => {
+  let pool: AgentPool;
+  let sessionNo = 0;
+  /** A fresh session with the test fields; every test uses its own. */
+  const open = (maxAgents = 100_000, fields: readonly string[] | null = FIELDS): string => {
+    const s = `s${++sessionNo}`;
+    pool.createSession(s, { fields, maxAgents });
+    return s;
+  };
+  const tick = (s: string, n: number): Promise<Decisions> => pool.tick(s, n, n * DT, DT, n);
+
+  beforeAll(async () => {
+    pool = await createAgentPool({ trees, plugins, workers });
+    await pool.ready();
+  });
+
+  afterAll(async () => {
+    await pool.close();
+  });
+
+  it('reports its worker count', () => {
+    expect(pool.workerCount).toBe(workers);
+  });
+
+  it('refuses bad spawn entries one by one and creates the good ones', () => {
+    const s = open(3);
+    const out = pool.spawn(s, [
+      { id: 1, tree: 'guard' },
+      { id: 2, tree: 'nope' },
+      { id: 1, tree: 'guard' },
+      { id: 3, tree: 'guard', bb: { speed: 2 } },
+      { id: 4, tree: 'guard', bb: { sped: 2 } },
+      { id: 'a', tree: 'guard', label: 'Blue/A' },
+      { id: 5, tree: 'guard' },
+      { id: 1.5, tree: 'guard' },
+    ]);
+    expect(out.ids).toEqual([1, 3, 'a']);
+    expect(out.errors).toEqual([
+      { id: 2, code: 'E_UNKNOWN_TREE', message: "no tree named 'nope'" },
+      { id: 1, code: 'E_DUPLICATE_AGENT', message: 'agent 1 already exists in this session' },
+      { id: 4, code: 'E_UNKNOWN_KEY', message: "blackboard key 'sped' is not declared by tree 'guard'" },
+      { id: 5, code: 'E_LIMIT', message: 'the session already has its maximum of 3 agents' },
+      { id: null, code: 'E_BAD_FIELD', message: 'id: must be an integer or a string' },
+    ]);
+    expect(pool.agentCount(s)).toBe(3);
+    expect(pool.listAgents(s).map((a) => [a.id, a.tree, a.label])).toEqual([
+      [1, 'guard', ''],
+      [3, 'guard', ''],
+      ['a', 'guard', 'Blue/A'],
+    ]);
+  });
+
+  it('refuses a tick of a session whose previous tick has not ended', async () => {
+    const s = open();
+    pool.spawn(s, [{ id: 1, tree: 'guard' }]);
+    const first = tick(s, 1);
+    await expect(tick(s, 2)).rejects.toThrow('started before the previous tick ended');
+    expect((await first).actions).toHaveLength(1);
+  });
+
+  it('counts rows for unknown agents and ignores them', async () => {
+    const s = open();
+    pool.spawn(s, [{ id: 1, tree: 'guard' }]);
+    expect(pool.observe(s, [[1, 50, false, 0, 'x'], [2, 10, false, 0, 'y'], ['1', 10, false, 0, 'z']], false)).toEqual({ unknown: 2 });
+    expect(pool.observe(s, { 1: { hp: 50 }, 9: { hp: 1 } }, false)).toEqual({ unknown: 1 });
+    const d = await tick(s, 1);
+    expect(d.actions).toEqual([[1, 1, 'patrol', { speed: 1, name: null }]]);
+  });
+
+  it('spreads a 1,000-agent session over every worker and ticks each agent once', async () => {
+    const s = open();
+    const entries = Array.from({ length: 1000 }, (_, i) => ({ id: i, tree: 'guard' }));
+    expect(pool.spawn(s, entries).errors).toEqual([]);
+    const hosts = new Set(pool.listAgents(s).map((a) => a.worker));
+    const stats = pool.workerStats();
+    const expected = workers === 0 ? [0] : [0, 1];
+    expect([...hosts].toSorted()).toEqual(expected);
+    expect(stats.map((w) => w.worker)).toEqual(expected);
+    // Spread evenly: the session alone is enough to make every worker host its share.
+    for (const w of stats) expect(w.agents).toBeGreaterThanOrEqual(1000 / expected.length);
+    pool.observe(
+      s,
+      entries.map((e) => [e.id, 100, e.id % 2 === 0, 3, `n${e.id}`]),
+      false,
+    );
+    const d = await tick(s, 1);
+    expect(d.tick).toBe(1);
+    expect(d.actions).toHaveLength(1000);
+    expect(new Set(d.actions.map((a) => a[0])).size).toBe(1000);
+    expect(d.actions.filter((a) => a[2] === 'attack')).toHaveLength(500);
+    expect(d.done).toHaveLength(500);
+    expect(actionsOf(d, 7)).toEqual([[1, 'patrol', { speed: 1, name: 'n7' }]]);
+    for (const w of pool.workerStats()) expect(w.lastTickMs).toBeGreaterThanOrEqual(0);
+    pool.destroySession(s);
+  });
+
+  it('delivers an action result and the tree proceeds on the next tick', async () => {
+    const s = open();
+    pool.spawn(s, [{ id: 'orc', tree: 'guard' }]);
+    pool.observe(s, [['orc', 10, false, 0, 'orc']], false);
+    let d = await tick(s, 1);
+    expect(d.actions).toEqual([['orc', 1, 'flee', {}]]);
+    d = await tick(s, 2);
+    expect(d.actions).toEqual([]);
+    expect(d.done).toEqual([]);
+    expect(pool.results(s, [['orc', 1, 'success'], ['ghost', 1, 'success']])).toEqual([
+      { id: 'ghost', code: 'E_UNKNOWN_AGENT', message: 'no agent "ghost" in this session' },
+    ]);
+    d = await tick(s, 3);
+    expect(d.done).toEqual([['orc', 'success']]);
+    d = await tick(s, 4);
+    expect(d.actions).toEqual([['orc', 2, 'flee', {}]]);
+  });
+
+  it('applies blackboard writes and world state with the next tick', async () => {
+    const s = open();
+    pool.spawn(s, [{ id: 1, tree: 'guard' }]);
+    expect(pool.setBlackboard(s, [[1, { speed: 7 }], [1, { nope: 1 }], [2, { speed: 1 }]])).toEqual([
+      { id: 1, code: 'E_UNKNOWN_KEY', message: "blackboard key 'nope' is not declared by tree 'guard'" },
+      { id: 2, code: 'E_UNKNOWN_AGENT', message: 'no agent 2 in this session' },
+    ]);
+    let d = await tick(s, 1);
+    expect(d.actions).toEqual([[1, 1, 'patrol', { speed: 7, name: null }]]);
+    pool.results(s, [[1, 1, 'failure']]);
+    pool.setWorld(s, { alarm: true });
+    d = await tick(s, 2);
+    expect(d.done).toEqual([[1, 'failure']]);
+    d = await tick(s, 3);
+    expect(d.actions).toEqual([[1, 2, 'alarm', {}]]);
+    pool.setWorld(s, { alarm: false });
+    d = await tick(s, 4);
+    expect(d.actions).toEqual([[1, 3, 'patrol', { speed: 7, name: null }]]);
+  });
+
+  it('keeps observations across partial snapshots and clears them on a full one', async () => {
+    const s = open();
+    pool.spawn(s, [{ id: 1, tree: 'guard', seed: 5 }, { id: 2, tree: 'guard', seed: 6 }]);
+    pool.observe(s, [[1, 100, true, 2, 'a'], [2, 100, true, 4, 'b']], false);
+    let d = await tick(s, 1);
+    expect(d.actions.map((a) => [a[0], a[2]])).toEqual(expect.arrayContaining([[1, 'attack'], [2, 'attack']]));
+    pool.observe(s, [], false);
+    d = await tick(s, 2);
+    expect(d.actions.filter((a) => a[2] === 'attack')).toHaveLength(2);
+    pool.observe(s, [[2, 100, true, 4, 'b']], true);
+    d = await tick(s, 3);
+    expect(actionsOf(d, 1).map((a) => a[1])).toEqual(['patrol']);
+    expect(actionsOf(d, 2).map((a) => a[1])).toEqual(['attack']);
+  });
+
+  it('takes any string as a field name (names never reach generated code unquoted)', async () => {
+    const s = open(100, ['x"]; throw new Error("injected"); //', "it's\\", '\u2028', 'hp']);
+    pool.spawn(s, [{ id: 1, tree: 'guard' }]);
+    pool.observe(s, [[1, 'a', 'b', 'c', 10]], false);
+    const d = await tick(s, 1);
+    expect(d.actions).toEqual([[1, 1, 'flee', {}]]);
+    expect(() => pool.createSession('bad-fields', { fields: ['hp', 'hp'], maxAgents: 1 })).toThrow("fields: 'hp' is listed twice");
+    expect(() => pool.createSession('bad-proto', { fields: ['__proto__'], maxAgents: 1 })).toThrow("'__proto__' is not allowed");
+  });
+
+  it('accepts map-form observations in a session without fields', async () => {
+    const s = open(100, null);
+    pool.spawn(s, [{ id: 1, tree: 'guard' }, { id: 'x', tree: 'guard' }]);
+    expect(() => pool.observe(s, [[1, 2]], false)).toThrow('positional rows need `fields`');
+    expect(pool.observe(s, { 1: { hp: 5 }, x: { enemy: true, dist: 1 } }, false)).toEqual({ unknown: 0 });
+    const d = await tick(s, 1);
+    expect(actionsOf(d, 1)).toEqual([[1, 'flee', {}]]);
+    expect(actionsOf(d, 'x').map((a) => a[1])).toEqual(['attack']);
+  });
+
+  it('despawn frees the agent and buffered input never reaches the agent that reuses its slot', async () => {
+    const s = open();
+    pool.spawn(s, [{ id: 1, tree: 'guard' }]);
+    await tick(s, 1);
+    pool.observe(s, [[1, 10, false, 0, 'hurt']], false);
+    pool.results(s, [[1, 1, 'success']]);
+    expect(pool.despawn(s, [1, 99])).toEqual({ ids: [1], errors: [{ id: 99, code: 'E_UNKNOWN_AGENT', message: 'no agent 99 in this session' }] });
+    expect(pool.agentCount(s)).toBe(0);
+    pool.spawn(s, [{ id: 2, tree: 'guard' }]);
+    expect(pool.observe(s, [[1, 10, false, 0, 'gone']], false)).toEqual({ unknown: 1 });
+    let d = await tick(s, 2);
+    expect(d.actions).toEqual([[2, 1, 'patrol', { speed: 1, name: null }]]);
+    expect(d.cancels).toEqual([]);
+    // After a tick the freed slot is reused: the newcomer starts fresh.
+    pool.despawn(s, [2]);
+    await tick(s, 3);
+    pool.spawn(s, [{ id: 3, tree: 'guard' }]);
+    d = await tick(s, 4);
+    expect(d.actions).toEqual([[3, 1, 'patrol', { speed: 1, name: null }]]);
+  });
+
+  it('destroySession frees every agent of the session and only of that session', async () => {
+    const a = open();
+    const b = open();
+    const before = pool.agentCount();
+    pool.spawn(a, Array.from({ length: 10 }, (_, i) => ({ id: i, tree: 'guard' })));
+    pool.spawn(b, [{ id: 0, tree: 'guard' }]);
+    expect(pool.agentCount()).toBe(before + 11);
+    pool.destroySession(a);
+    expect(pool.agentCount()).toBe(before + 1);
+    expect(pool.agentCount(a)).toBe(0);
+    expect(() => pool.spawn(a, [{ id: 1, tree: 'guard' }])).toThrow(`no session '${a}'`);
+    const d = await tick(b, 1);
+    expect(d.actions).toEqual([[0, 1, 'patrol', { speed: 1, name: null }]]);
+    pool.destroySession(b);
+    expect(pool.agentCount()).toBe(before);
+  });
+
+  it('inspects an agent through its host', async () => {
+    const s = open();
+    pool.spawn(s, [{ id: 'orc', tree: 'guard', label: 'Red/Orc', bb: { speed: 3 } }]);
+    await tick(s, 1);
+    const view = await pool.inspectAgent(s, 'orc');
+    expect(view).not.toBeNull();
+    expect(view!.id).toBe('orc');
+    expect(view!.label).toBe('Red/Orc');
+    expect(view!.tree).toBe('guard');
+    expect(view!.blackboard).toEqual({ speed: 3, target: null });
+    expect(view!.actions.map((a) => [a.seq, a.action])).toEqual([[1, 'patrol']]);
+    expect(await pool.inspectAgent(s, 'elf')).toBeNull();
+  });
+
+  it('stops only the agent whose plugin threw, reporting it once', async () => {
+    const s = open(100, ['boom']);
+    pool.spawn(s, [{ id: 1, tree: 'volatile' }, { id: 2, tree: 'volatile' }]);
+    pool.observe(s, [[1, true], [2, false]], false);
+    let d = await tick(s, 1);
+    expect(d.errors).toEqual([[1, 'E_PLUGIN', expect.stringContaining('kaboom')]]);
+    expect(d.actions).toEqual([[2, 1, 'ok', {}]]);
+    d = await tick(s, 2);
+    expect(d.errors).toEqual([]);
+    expect(d.actions).toEqual([[2, 2, 'ok', {}]]);
+  });
+
+  it('makes the same decisions as the inline pool for the same seeds and inputs', async () => {
+    const reference = workers === 0 ? pool : await createAgentPool({ trees, plugins, workers: 0 });
+    const s = open();
+    const r = `ref-${s}`;
+    reference.createSession(r, { fields: FIELDS, maxAgents: 1000 });
+    const mine = await scriptedRun(pool, s);
+    const theirs = await scriptedRun(reference, r);
+    expect(mine).toEqual(theirs);
+    expect(JSON.stringify(mine)).toContain('attack');
+    if (reference !== pool) await reference.close();
+  });
+
+  it.runIf(workers > 0)('survives a worker crash: the tick in flight rejects, lost agents are reported once, the pool goes on', async () => {
+    const s = open();
+    pool.spawn(s, Array.from({ length: 20 }, (_, i) => ({ id: i, tree: 'guard' })));
+    const onWorker1 = pool.listAgents(s).filter((a) => a.worker === 1).map((a) => a.id);
+    const onWorker0 = pool.listAgents(s).filter((a) => a.worker === 0).map((a) => a.id);
+    expect(onWorker1.length).toBeGreaterThan(0);
+    const replaced = crashWorkerForTests(pool, 1);
+    await expect(tick(s, 1)).rejects.toThrow(/worker 1 crashed/);
+    await replaced;
+    expect(pool.agentCount(s)).toBe(onWorker0.length);
+    let d = await tick(s, 2);
+    // The lost agents, once; and worker 0's decisions of the failed tick, carried over.
+    expect(d.errors.map((e) => String(e[0])).toSorted()).toEqual(onWorker1.map(String).toSorted());
+    expect(d.errors.every((e) => e[1] === 'E_INTERNAL' && e[2] === 'agent lost: worker crashed')).toBe(true);
+    expect(d.actions.map((a) => String(a[0])).toSorted()).toEqual(onWorker0.map(String).toSorted());
+    d = await tick(s, 3);
+    expect(d.errors).toEqual([]);
+    // New agents land on the replacement worker first (it is the least loaded) and tick.
+    pool.spawn(s, [{ id: 100, tree: 'guard' }]);
+    expect(pool.listAgents(s).find((a) => a.id === 100)!.worker).toBe(1);
+    d = await tick(s, 4);
+    expect(d.actions).toEqual([[100, 1, 'patrol', { speed: 1, name: null }]]);
+    pool.destroySession(s);
+  });
+});
+
+describe('createAgentPool', () => {
+  it('ready() rejects with the loader error text when a worker cannot load what the main thread loaded', async () => {
+    const odd = mkdtempSync(join(tmpdir(), 'canopy-pool-odd-'));
+    try {
+      writeFileSync(join(odd, 'picky.mjs'), `import { isMainThread } from 'node:worker_threads';
+if (!isMainThread) throw new Error('picky plugin refuses worker threads');
+export default { name: 'picky' };
+`);
+      writeFileSync(join(odd, 'explodes.mjs'), PLUGIN); // volatile.json needs it
+      const p = await createAgentPool({ trees, plugins: odd, workers: 1 });
+      await expect(p.ready()).rejects.toThrow('plugins: picky.mjs: picky plugin refuses worker threads');
+      await p.close();
+    } finally {
+      rmSync(odd, { recursive: true, force: true });
+    }
+  });
+
+  it('rejects with the loader error text when a tree is broken', async () => {
+    const broken = mkdtempSync(join(tmpdir(), 'canopy-pool-broken-'));
+    try {
+      writeFileSync(join(broken, 'bad.json'), JSON.stringify({ root: { type: 'sequnce', children: [] } }));
+      await expect(createAgentPool({ trees: broken, workers: 1 })).rejects.toThrow(/bad\.json/);
+    } finally {
+      rmSync(broken, { recursive: true, force: true });
+    }
+  });
+});
