@@ -62,11 +62,11 @@ export class NodeCatalog {
 
   /** Every accepted type name, aliases included, sorted. */
   typeNames(): string[] {
-    return [...this.kinds.keys()].sort();
+    return [...this.kinds.keys()].toSorted();
   }
 
   serviceNames(): string[] {
-    return [...this.serviceKinds.keys()].sort();
+    return [...this.serviceKinds.keys()].toSorted();
   }
 
   allServices(): ServiceKind[] {

@@ -114,9 +114,9 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
 
   const nodeCount = pending.length;
   let slotCount = 0;
-  const ticks: TickFn[] = new Array<TickFn>(nodeCount);
-  const onHalt: Array<((a: Agent) => void) | undefined> = new Array(nodeCount).fill(undefined);
-  const guards: Array<{ guard: CompiledExpr; slot: number; abort: AbortMode } | null> = new Array(nodeCount).fill(null);
+  const ticks: TickFn[] = [];
+  const onHalt: Array<((a: Agent) => void) | undefined> = Array.from({ length: nodeCount }, () => undefined);
+  const guards: Array<{ guard: CompiledExpr; slot: number; abort: AbortMode } | null> = Array.from({ length: nodeCount }, () => null);
   const actionNodes: number[] = [];
   const actionSeqSlots: number[] = [];
   const actionResultSlots: number[] = [];

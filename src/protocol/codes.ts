@@ -130,6 +130,30 @@ export const ERRORS = {
   },
 } as const satisfies { readonly [C in ErrorCode]: ErrorInfo };
 
+/**
+ * Codes only the HTTP API answers with (`{ code, message }` bodies), besides the protocol's
+ * {@link ErrorCode}s. `E_UNAUTHORIZED` is the same refusal the client catalog names. Never reused.
+ */
+export const HttpErrorCode = {
+  E_UNAUTHORIZED: 'E_UNAUTHORIZED',
+  E_UNKNOWN_SESSION: 'E_UNKNOWN_SESSION',
+  E_WRONG_SESSION: 'E_WRONG_SESSION',
+  E_UNAVAILABLE: 'E_UNAVAILABLE',
+  E_NOT_FOUND: 'E_NOT_FOUND',
+} as const;
+
+/** An HTTP-only error code. */
+export type HttpErrorCode = (typeof HttpErrorCode)[keyof typeof HttpErrorCode];
+
+/** The catalog of HTTP-only codes, documented in docs/protocol.md beside the protocol codes. */
+export const HTTP_ERRORS = {
+  E_UNAUTHORIZED: { description: 'API keys are configured and the request (or WebSocket upgrade) carries none or a wrong one: HTTP 401.' },
+  E_UNKNOWN_SESSION: { description: 'The route names a session that does not exist (or was freed after its idle grace): HTTP 404.' },
+  E_WRONG_SESSION: { description: 'The session is driven by its WebSocket connection and cannot be driven over HTTP: HTTP 409.' },
+  E_UNAVAILABLE: { description: 'The service is starting or draining and accepts no new sessions: HTTP 503 (also at the WebSocket upgrade).' },
+  E_NOT_FOUND: { description: 'No such route: HTTP 404.' },
+} as const satisfies { readonly [C in HttpErrorCode]: { readonly description: string } };
+
 /** The catalog of client-side codes, documented next to the protocol codes. */
 export const CLIENT_ERRORS = {
   E_CLOSED: { description: 'The socket closed (or was not open) before the request was answered.' },

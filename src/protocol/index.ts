@@ -5,6 +5,8 @@ export {
   CLIENT_ERRORS,
   CLIENT_MESSAGE_TYPES,
   ClientErrorCode,
+  HTTP_ERRORS,
+  HttpErrorCode,
   ERRORS,
   ErrorCode,
   MessageType,

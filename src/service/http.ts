@@ -2,24 +2,13 @@
 // request's format), errors as `{ code, message }` with the protocol's codes, and HTTP-only codes.
 
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DecodeError, ErrorCode, decode, encode } from '../protocol/index.js';
+import { DecodeError, ErrorCode, HttpErrorCode, decode, encode } from '../protocol/index.js';
 
 /** MessagePack media types accepted and produced. */
 export const MSGPACK_TYPES = ['application/msgpack', 'application/x-msgpack'] as const;
 
-/**
- * Codes only the HTTP API uses, besides the protocol's {@link ErrorCode}s (`E_UNAUTHORIZED` is the
- * client catalog's code for the same refusal). docs/configuration.md lists them.
- */
-export const HttpErrorCode = {
-  E_UNAUTHORIZED: 'E_UNAUTHORIZED',
-  E_UNKNOWN_SESSION: 'E_UNKNOWN_SESSION',
-  E_WRONG_SESSION: 'E_WRONG_SESSION',
-  E_UNAVAILABLE: 'E_UNAVAILABLE',
-  E_NOT_FOUND: 'E_NOT_FOUND',
-} as const;
-
-export type HttpErrorCode = (typeof HttpErrorCode)[keyof typeof HttpErrorCode];
+// The HTTP-only codes live in the protocol's one error catalog.
+export { HttpErrorCode } from '../protocol/index.js';
 
 /** An error a route answers with `status` and `{ code, message }`. */
 export class HttpError extends Error {

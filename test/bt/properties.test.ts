@@ -86,7 +86,7 @@ function stepAgent(a: Agent, step: WorldStep, tick: number, running: Map<number,
   out.clear();
   FLAGS.forEach((f, k) => (a.bb[f] = step.flags[k]));
   let r = 0;
-  for (const seq of [...running.keys()].sort((x, y) => x - y)) {
+  for (const seq of [...running.keys()].toSorted((x, y) => x - y)) {
     const choice = step.results[r++ % step.results.length]!;
     if (choice !== 0) a.deliverResult(seq, choice === 1);
   }
@@ -105,15 +105,16 @@ describe('engine invariants on random trees', () => {
         const ended = new Set<number>();
         const scriptedLeaves = t.nodes.filter((n) => n.type === 'scripted').length;
         const halted = new Set<string>();
+        const violations: string[] = [];
         world.forEach((step, tick) => {
           events.length = 0;
           out.clear();
           FLAGS.forEach((f, k) => (a.bb[f] = step.flags[k]));
           let r = 0;
-          for (const seq of [...running.keys()].sort((x, y) => x - y)) {
+          for (const seq of [...running.keys()].toSorted((x, y) => x - y)) {
             const choice = step.results[r++ % step.results.length]!;
             if (choice !== 0 && a.deliverResult(seq, choice === 1)) {
-              expect(ended.has(seq)).toBe(false);
+              if (ended.has(seq)) violations.push(`seq ${seq} got a result after it ended`);
               ended.add(seq);
               running.delete(seq);
             }
@@ -135,13 +136,15 @@ describe('engine invariants on random trees', () => {
           expect(new Set(ticked).size).toBe(ticked.length);
           for (const e of events) {
             const [kind, name] = e.split(' ') as [string, string];
-            if (kind === 'tick') expect(halted.has(name)).toBe(false);
-            else if (kind === 'start') halted.delete(name);
+            if (kind === 'tick') {
+              if (halted.has(name)) violations.push(`${name} resumed after a halt`);
+            } else if (kind === 'start') halted.delete(name);
             else halted.add(name);
           }
         });
+        expect(violations).toEqual([]);
         // Whatever has not ended is exactly what the tree still waits on.
-        expect([...running.keys()].sort()).toEqual([...runningSeqs(t, a)].sort());
+        expect([...running.keys()].toSorted()).toEqual([...runningSeqs(t, a)].toSorted());
       }),
       { numRuns: 300 },
     );

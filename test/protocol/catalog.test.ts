@@ -9,6 +9,8 @@ import {
   ClientErrorCode,
   ERRORS,
   ErrorCode,
+  HTTP_ERRORS,
+  HttpErrorCode,
   LIMITS,
   MessageType,
   Msg,
@@ -37,7 +39,8 @@ describe('error catalog', () => {
   });
 
   it('documents every code in docs/protocol.md, in a table row', () => {
-    const undocumented = [...Object.keys(ErrorCode), ...Object.keys(ClientErrorCode)].filter(
+    expect(Object.keys(HTTP_ERRORS).toSorted()).toEqual(Object.keys(HttpErrorCode).toSorted());
+    const undocumented = [...Object.keys(ErrorCode), ...Object.keys(ClientErrorCode), ...Object.keys(HttpErrorCode)].filter(
       (code) => !new RegExp(`^\\| \`${code}\` \\|`, 'm').test(doc),
     );
     expect(undocumented).toEqual([]);

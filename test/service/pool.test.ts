@@ -155,10 +155,10 @@ describe.each([
     ]);
     expect(out.ids).toEqual([1, 3, 'a']);
     expect(out.errors).toEqual([
-      { id: 2, code: 'E_UNKNOWN_TREE', message: "no tree named 'nope'" },
+      { id: 2, code: 'E_UNKNOWN_TREE', message: 'unknown tree "nope"' },
       { id: 1, code: 'E_DUPLICATE_AGENT', message: 'agent 1 already exists in this session' },
-      { id: 4, code: 'E_UNKNOWN_KEY', message: "blackboard key 'sped' is not declared by tree 'guard'" },
-      { id: 5, code: 'E_LIMIT', message: 'the session already has its maximum of 3 agents' },
+      { id: 4, code: 'E_UNKNOWN_KEY', message: 'blackboard key "sped" is not declared by tree "guard"' },
+      { id: 5, code: 'E_LIMIT', message: 'agents in this session exceeds the limit of 3' },
       { id: null, code: 'E_BAD_FIELD', message: 'id: must be an integer or a string' },
     ]);
     expect(pool.agentCount(s)).toBe(3);
@@ -235,7 +235,7 @@ describe.each([
     const s = open();
     pool.spawn(s, [{ id: 1, tree: 'guard' }]);
     expect(pool.setBlackboard(s, [[1, { speed: 7 }], [1, { nope: 1 }], [2, { speed: 1 }]])).toEqual([
-      { id: 1, code: 'E_UNKNOWN_KEY', message: "blackboard key 'nope' is not declared by tree 'guard'" },
+      { id: 1, code: 'E_UNKNOWN_KEY', message: 'blackboard key "nope" is not declared by tree "guard"' },
       { id: 2, code: 'E_UNKNOWN_AGENT', message: 'no agent 2 in this session' },
     ]);
     let d = await tick(s, 1);

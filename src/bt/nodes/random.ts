@@ -19,7 +19,7 @@ export const random = defineNode({
   build(b) {
     const n = b.childCount;
     const ticks = b.children.map((_, k) => b.child(k));
-    const weights = b.param<number[] | undefined>('weights') ?? new Array<number>(n).fill(1);
+    const weights = b.param<number[] | undefined>('weights') ?? Array.from({ length: n }, () => 1);
     // Cumulative weights, so a draw is one pass without allocation.
     const cumulative = new Float64Array(n);
     let total = 0;

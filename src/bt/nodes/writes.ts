@@ -12,7 +12,7 @@ export function blackboardWriter(writes: ReadonlyArray<readonly [string, Compile
     };
   }
   // One scratch array per node, reused on every tick: agents tick one at a time within a thread.
-  const scratch: unknown[] = new Array(writes.length).fill(null);
+  const scratch: unknown[] = writes.map(() => null);
   return (a) => {
     for (let k = 0; k < writes.length; k++) scratch[k] = writes[k]![1](a);
     for (let k = 0; k < writes.length; k++) {

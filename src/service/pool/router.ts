@@ -8,6 +8,7 @@ import { SessionShard } from './shard.js';
 import type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
+import { Msg } from '../../protocol/index.js';
 
 /** Where one agent lives. */
 interface Route {
@@ -171,20 +172,20 @@ export abstract class PoolRouter implements AgentPool {
       }
       const tree = this.trees.get(e.tree);
       if (tree === undefined) {
-        errors.push({ id, code: 'E_UNKNOWN_TREE', message: `no tree named '${e.tree}'` });
+        errors.push({ id, code: 'E_UNKNOWN_TREE', message: Msg.unknownTree(e.tree) });
         continue;
       }
       if (s.routes.has(id)) {
-        errors.push({ id, code: 'E_DUPLICATE_AGENT', message: `agent ${JSON.stringify(id)} already exists in this session` });
+        errors.push({ id, code: 'E_DUPLICATE_AGENT', message: Msg.duplicateAgent(id) });
         continue;
       }
       const key = e.bb === undefined ? null : undeclaredKey(tree, e.bb);
       if (key !== null) {
-        errors.push({ id, code: 'E_UNKNOWN_KEY', message: `blackboard key '${key}' is not declared by tree '${e.tree}'` });
+        errors.push({ id, code: 'E_UNKNOWN_KEY', message: Msg.unknownKey(key, e.tree) });
         continue;
       }
       if (s.routes.size >= s.maxAgents) {
-        errors.push({ id, code: 'E_LIMIT', message: `the session already has its maximum of ${s.maxAgents} agents` });
+        errors.push({ id, code: 'E_LIMIT', message: Msg.limit('agents in this session', s.maxAgents) });
         continue;
       }
       const host = this.leastLoaded();
@@ -249,7 +250,7 @@ export abstract class PoolRouter implements AgentPool {
       }
       const key = undeclaredKey(r.tree, values);
       if (key !== null) {
-        errors.push({ id, code: 'E_UNKNOWN_KEY', message: `blackboard key '${key}' is not declared by tree '${r.tree.name}'` });
+        errors.push({ id, code: 'E_UNKNOWN_KEY', message: Msg.unknownKey(key, r.tree.name) });
         continue;
       }
       s.shards[r.host]!.pushBlackboard(r.slot, values);
@@ -460,5 +461,5 @@ function undeclaredKey(tree: CompiledTree, values: Readonly<Record<string, unkno
 }
 
 function unknownAgent(id: AgentId): EntryError {
-  return { id: isAgentId(id) ? id : null, code: 'E_UNKNOWN_AGENT', message: `no agent ${JSON.stringify(id)} in this session` };
+  return { id: isAgentId(id) ? id : null, code: 'E_UNKNOWN_AGENT', message: Msg.unknownAgent(id) };
 }
