@@ -39,12 +39,13 @@ export interface SpareColumns {
   done: Float64Array;
 }
 
-/** The decision lists of one host for one tick, protocol-shaped. */
+/** The decision lists of one host for one tick, protocol-shaped, with each entry's agent spawn order. */
 export interface DecisionLists {
   actions: Array<[AgentId, number, string, unknown]>;
   cancels: Array<[AgentId, number]>;
   done: Array<[AgentId, 'success' | 'failure']>;
   errors: Array<[AgentId, string, string]>;
+  order: { actions: number[]; cancels: number[]; done: number[]; errors: number[] };
 }
 
 /**
@@ -132,38 +133,81 @@ function grow(a: Float64Array): Float64Array {
   return b;
 }
 
-/** Rebuilds protocol tuples from a host's columns; `ids[slot]` is the agent in each slot when the tick was sent. */
-export function unpackDecisions(c: DecisionColumns, ids: readonly AgentId[]): DecisionLists {
+/**
+ * Rebuilds protocol tuples from a host's columns; `ids[slot]` is the agent in each slot when the tick was sent
+ * and `ordinals[slot]` its spawn order, kept beside each list so the merge can order entries by spawn.
+ */
+export function unpackDecisions(c: DecisionColumns, ids: readonly AgentId[], ordinals: readonly number[]): DecisionLists {
   const actions: Array<[AgentId, number, string, unknown]> = [];
+  const actionOrder: number[] = [];
   const a = c.actions;
   for (let i = 0; i < c.nActions; i++) {
     const at = i * ACTION;
     actions.push([ids[a[at]!]!, a[at + 1]!, c.names[a[at + 2]!]!, c.args[a[at + 3]!]]);
+    actionOrder.push(ordinals[a[at]!]!);
   }
   const cancels: Array<[AgentId, number]> = [];
-  for (let i = 0; i < c.nCancels; i++) cancels.push([ids[c.cancels[i * CANCEL]!]!, c.cancels[i * CANCEL + 1]!]);
+  const cancelOrder: number[] = [];
+  for (let i = 0; i < c.nCancels; i++) {
+    cancels.push([ids[c.cancels[i * CANCEL]!]!, c.cancels[i * CANCEL + 1]!]);
+    cancelOrder.push(ordinals[c.cancels[i * CANCEL]!]!);
+  }
   const done: Array<[AgentId, 'success' | 'failure']> = [];
-  for (let i = 0; i < c.nDone; i++) done.push([ids[c.done[i * DONE]!]!, c.done[i * DONE + 1] === 1 ? 'success' : 'failure']);
+  const doneOrder: number[] = [];
+  for (let i = 0; i < c.nDone; i++) {
+    done.push([ids[c.done[i * DONE]!]!, c.done[i * DONE + 1] === 1 ? 'success' : 'failure']);
+    doneOrder.push(ordinals[c.done[i * DONE]!]!);
+  }
   const errors = c.errors.map(([slot, code, message]): [AgentId, string, string] => [ids[slot]!, code, message]);
-  return { actions, cancels, done, errors };
+  const errorOrder = c.errors.map(([slot]) => ordinals[slot]!);
+  return { actions, cancels, done, errors, order: { actions: actionOrder, cancels: cancelOrder, done: doneOrder, errors: errorOrder } };
 }
 
-/** Merges hosts' lists, in order, after `lost` (errors reported before any host's). A lone list is used as is. */
+/**
+ * Merges the hosts' lists into one Decisions, every list in spawn order (an agent's own entries keep
+ * the order its tree made them): the same trees, spawns and snapshots give the same bytes whatever
+ * the number of workers. Each host ticks its agents in slot order, which is spawn order until a
+ * despawned slot is reused: sorted parts are merged in one pass, others are sorted (stable).
+ */
 export function mergeDecisions(tick: number, basedOn: number, parts: readonly DecisionLists[], lost: Decisions['errors']): Decisions {
-  if (parts.length === 1 && lost.length === 0) {
-    const p = parts[0]!;
-    return { tick, basedOn, actions: p.actions, cancels: p.cancels, done: p.done, errors: p.errors };
-  }
-  // One concat per list (the parts are few: one per worker); push(...spread) would overflow on 50k entries.
   return {
     tick,
     basedOn,
-    actions: EMPTY.actions.concat(...parts.map((p) => p.actions)),
-    cancels: EMPTY.cancels.concat(...parts.map((p) => p.cancels)),
-    done: EMPTY.done.concat(...parts.map((p) => p.done)),
-    errors: lost.concat(...parts.map((p) => p.errors)),
+    actions: mergeBySpawn(parts.map((p) => p.actions), parts.map((p) => p.order.actions)),
+    cancels: mergeBySpawn(parts.map((p) => p.cancels), parts.map((p) => p.order.cancels)),
+    done: mergeBySpawn(parts.map((p) => p.done), parts.map((p) => p.order.done)),
+    errors: lost.concat(mergeBySpawn(parts.map((p) => p.errors), parts.map((p) => p.order.errors))),
   };
 }
 
-/** Never mutated: only the receiver of concat. */
-const EMPTY: DecisionLists = { actions: [], cancels: [], done: [], errors: [] };
+function mergeBySpawn<T>(lists: ReadonlyArray<readonly T[]>, orders: ReadonlyArray<readonly number[]>): T[] {
+  const sorted = orders.every(ascending);
+  if (lists.length === 1 && sorted) return lists[0] as T[];
+  const out: T[] = [];
+  if (sorted) {
+    // k-way merge, k = hosts (a handful): pick the smallest head each time; ties keep host order.
+    const at = new Array<number>(lists.length).fill(0);
+    for (;;) {
+      let best = -1;
+      for (let k = 0; k < lists.length; k++) {
+        if (at[k]! < lists[k]!.length && (best === -1 || orders[k]![at[k]!]! < orders[best]![at[best]!]!)) best = k;
+      }
+      if (best === -1) return out;
+      out.push(lists[best]![at[best]!++]!);
+    }
+  }
+  const keys: number[] = [];
+  for (let k = 0; k < lists.length; k++) {
+    for (let i = 0; i < lists[k]!.length; i++) {
+      out.push(lists[k]![i]!);
+      keys.push(orders[k]![i]!);
+    }
+  }
+  const index = Array.from(out, (_, i) => i).sort((x, y) => keys[x]! - keys[y]! || x - y);
+  return index.map((i) => out[i]!);
+}
+
+function ascending(order: readonly number[]): boolean {
+  for (let i = 1; i < order.length; i++) if (order[i]! < order[i - 1]!) return false;
+  return true;
+}

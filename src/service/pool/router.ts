@@ -38,6 +38,8 @@ class RouterSession {
   lost: Array<[AgentId, string, string]> = [];
   /** Decisions of a tick that rejected (a worker crashed): delivered with the next tick. */
   carried: DecisionLists[] = [];
+  /** Spawn counter: the order decisions are listed in, whatever the number of workers. */
+  nextOrdinal = 0;
 
   constructor(name: string, fields: readonly string[] | null, maxAgents: number, hosts: number) {
     this.name = name;
@@ -197,7 +199,7 @@ export abstract class PoolRouter implements AgentPool {
         errors.push({ id, code: 'E_LIMIT', message: `a worker hosts at most ${MAX_SLOTS} agents of one session` });
         continue;
       }
-      const slot = s.shards[host]!.allocate(id);
+      const slot = s.shards[host]!.allocate(id, s.nextOrdinal++);
       this.load[host]!++;
       const label = e.label ?? '';
       s.addRoute(id, { host, slot, tree, label });
@@ -360,7 +362,7 @@ export abstract class PoolRouter implements AgentPool {
         const reply = r.value as TickReply;
         const shard = s.shards[h]!;
         this.lastTickMs[h] = reply.ms;
-        parts.push(unpackDecisions(reply.decisions, shard.ids));
+        parts.push(unpackDecisions(reply.decisions, shard.ids, shard.ordinals));
         shard.recycle(reply.rows, reply.results, reply.decisions);
       }
       if (failure !== null) {

@@ -33,6 +33,8 @@ export class SessionShard {
    * its tick was sent with.
    */
   readonly ids: AgentId[] = [];
+  /** The session-wide spawn order of the agent in each slot: decisions are merged in this order. */
+  readonly ordinals: number[] = [];
   private nextSlot = 0;
   private readonly free: number[] = [];
   /** Slots freed since the last tick: not reused until a tick has carried them, so buffered input never reaches a newcomer. */
@@ -52,10 +54,11 @@ export class SessionShard {
   }
 
   /** A slot for agent `id`: a freed one if any (keeps the host's array dense), else a new one. */
-  allocate(id: AgentId): number {
+  allocate(id: AgentId, ordinal: number): number {
     this.count++;
     const slot = this.free.pop() ?? this.nextSlot++;
     this.ids[slot] = id;
+    this.ordinals[slot] = ordinal;
     return slot;
   }
 
