@@ -272,24 +272,29 @@ function wrapNode(
   const check = guard?.guard ?? null;
   const guardSlot = guard?.slot ?? 0;
   const abortSelf = guard !== null && (guard.abort === 'self' || guard.abort === 'both');
-  return (a) => {
-    const st = a.status;
-    const fresh = st[i] !== Status.RUNNING;
-    if (check !== null && (fresh || abortSelf)) {
-      const ok = truthy(check(a));
-      a.slots[guardSlot] = ok ? 1 : 0;
-      if (!ok) {
-        if (!fresh) halt(a, i);
-        st[i] = Status.FAILURE;
-        return Status.FAILURE;
-      }
-    }
-    if (services !== null) runServices(a, services, fresh);
-    const s = tick(a, fresh);
-    st[i] = s;
-    return s;
-  };
+  // A per-node copy here too, for the same reason as the lean wrapper.
+  return new Function('tick', 'i', 'check', 'guardSlot', 'abortSelf', 'services', 'halt', 'truthy', 'runServices', GUARDED_WRAPPER)(
+    tick, i, check, guardSlot, abortSelf, services, halt, truthy, runServices,
+  ) as TickFn;
 }
+
+const GUARDED_WRAPPER = `"use strict"; return function guardedNode(a) {
+  const st = a.status;
+  const fresh = st[i] !== ${Status.RUNNING};
+  if (check !== null && (fresh || abortSelf)) {
+    const ok = truthy(check(a));
+    a.slots[guardSlot] = ok ? 1 : 0;
+    if (!ok) {
+      if (!fresh) halt(a, i);
+      st[i] = ${Status.FAILURE};
+      return ${Status.FAILURE};
+    }
+  }
+  if (services !== null) runServices(a, services, fresh);
+  const s = tick(a, fresh);
+  st[i] = s;
+  return s;
+}; `;
 
 const LEAN_WRAPPER = `"use strict"; return function node(a) { const st = a.status; const s = tick(a, st[i] !== ${Status.RUNNING}); st[i] = s; return s; };`;
 
