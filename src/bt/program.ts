@@ -122,8 +122,8 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
   const actionResultSlots: number[] = [];
   const childLists = pending.map((p) => p.info.children);
 
-  const expr = (source: string, where: string): CompiledExpr => {
-    const r = compileExpression(source, scope);
+  const expr = (text: string, where: string): CompiledExpr => {
+    const r = compileExpression(text, scope);
     if (!r.ok) throw new Error(`${where}: ${r.errors.map((e) => e.message).join('; ')}`);
     return r.fn;
   };

@@ -186,7 +186,7 @@ function mergeBySpawn<T>(lists: ReadonlyArray<readonly T[]>, orders: ReadonlyArr
   const out: T[] = [];
   if (sorted) {
     // k-way merge, k = hosts (a handful): pick the smallest head each time; ties keep host order.
-    const at = new Array<number>(lists.length).fill(0);
+    const at = lists.map(() => 0);
     for (;;) {
       let best = -1;
       for (let k = 0; k < lists.length; k++) {
@@ -203,7 +203,7 @@ function mergeBySpawn<T>(lists: ReadonlyArray<readonly T[]>, orders: ReadonlyArr
       keys.push(orders[k]![i]!);
     }
   }
-  const index = Array.from(out, (_, i) => i).sort((x, y) => keys[x]! - keys[y]! || x - y);
+  const index = Array.from(out, (_, i) => i).toSorted((x, y) => keys[x]! - keys[y]! || x - y);
   return index.map((i) => out[i]!);
 }
 
