@@ -1,6 +1,7 @@
 // A pool worker thread: loads plugins and trees, then hosts agents for the main thread's router (AgentHost).
 // workerData: { trees, plugins }. Says `ready` once; afterwards answers tick and inspect requests.
 
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { AgentHost } from './host.js';
 import { loadTrees } from './load.js';
@@ -9,6 +10,14 @@ import { transferList, type FromHost, type ToHost, type WorkerHello } from './wi
 /** The test hook's message (crashWorkerForTests): the worker dies the way a bug would kill it. */
 interface CrashOrder {
   t: 'crash';
+}
+
+// Workers yield the core to the main thread (I/O, routing) when both want it: on Linux priority 0 is this
+// thread only. Measured at 40k agents: lockstep p99 48 → 40 ms, fixed tick lateness p99 15.8 → 8.6 ms.
+try {
+  setPriority(0, 10);
+} catch {
+  // Not permitted (some containers): the default priority works, with a longer tail.
 }
 
 const port = parentPort;

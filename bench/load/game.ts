@@ -1,0 +1,251 @@
+// One simulated game server: a CanopyClient session, its GameWorld, and the measurements of its ticks.
+// Lockstep: each snapshot is a `lockstep()` request, timed from its scheduled send to its decisions.
+// Fixed: snapshots are fire-and-forget; decisions arrive on the service's clock and their spacing and
+// staleness (receipt − scheduled send of the snapshot they were based on) are recorded.
+
+import { CanopyClient, type Decisions, type Mode, type RowWriter, type SpawnAgent } from '../../src/client/index.js';
+import { LatencyHistogram } from './histogram.js';
+import { FIELDS, GameWorld } from './world.js';
+
+/** Largest spawn message, in agents. */
+const SPAWN_BATCH = 5000;
+/** Scheduled times kept for staleness lookups: ticks older than this many are not looked up. */
+const TICK_RING = 4096;
+
+/** Counters of one game server over the measured window (reset at its start). */
+export interface GameCounters {
+  /** Snapshots sent. */
+  snapshots: number;
+  /** Lockstep: snapshots answered with their decisions. */
+  answered: number;
+  /** `decisions` frames received. */
+  frames: number;
+  actions: number;
+  cancels: number;
+  done: number;
+  /** Agent errors reported in decisions (`decisions.errors`). */
+  agentErrors: number;
+  /** `error` frames and lockstep refusals. */
+  serviceErrors: number;
+  /** Lockstep requests that timed out or were cut by a closed socket. */
+  lost: number;
+  /** Action results sent. */
+  results: number;
+}
+
+function zeroCounters(): GameCounters {
+  return { snapshots: 0, answered: 0, frames: 0, actions: 0, cancels: 0, done: 0, agentErrors: 0, serviceErrors: 0, lost: 0, results: 0 };
+}
+
+export interface GameOptions {
+  readonly url: string;
+  readonly apiKey?: string;
+  readonly mode: Mode;
+  readonly hz: number;
+  readonly agents: number;
+  readonly tree: string;
+  readonly seed: number;
+  /** How long a lockstep tick may stay unanswered before it counts as lost (ms). */
+  readonly requestTimeoutMs: number;
+}
+
+/** One game server. */
+export class GameServer {
+  readonly options: GameOptions;
+  readonly world: GameWorld;
+  client!: CanopyClient;
+  private rows!: RowWriter;
+  counters: GameCounters = zeroCounters();
+  /** Lockstep: scheduled send → decisions received. */
+  readonly latency = new LatencyHistogram();
+  /** Same as `latency`, reset at every progress line. */
+  readonly recent = new LatencyHistogram();
+  /** How late the generator itself started each tick against its schedule. */
+  readonly sendLag = new LatencyHistogram();
+  /** The generator's work per tick: world step, rows, encoding and sending the snapshot. */
+  readonly work = new LatencyHistogram();
+  /** Fixed: time between consecutive `decisions` frames. */
+  readonly spacing = new LatencyHistogram();
+  /** Fixed: receipt of decisions − scheduled send of the snapshot they were based on. */
+  readonly staleness = new LatencyHistogram();
+  /** Lockstep requests in flight. */
+  outstanding = 0;
+  /** `decisions` frames received since the session opened (progress lines). */
+  framesSeen = 0;
+  /** Measurement window [from, to) in `performance.now()` time: only ticks scheduled inside it are recorded. */
+  windowFrom = Infinity;
+  windowTo = Infinity;
+  /** Set when the session was lost (socket closed, fatal error). */
+  failure: string | undefined;
+  private readonly scheduled = new Float64Array(TICK_RING);
+  private lastFrameAt = -1;
+  private lastTick = -1;
+  /** The last tick sent. */
+  private sentTick = 0;
+  private readonly inFlight = new Map<number, number>();
+  private firstError: string | undefined;
+
+  constructor(options: GameOptions) {
+    this.options = options;
+    this.world = new GameWorld(options.agents, options.seed);
+  }
+
+  /** The first error message the service sent (for the report). */
+  get sampleError(): string | undefined {
+    return this.firstError;
+  }
+
+  /** Opens the session and spawns the agents. */
+  async open(): Promise<void> {
+    await this.connect();
+    await this.spawn();
+  }
+
+  /** Opens the session (a fixed-mode session starts ticking now). */
+  async connect(): Promise<void> {
+    const o = this.options;
+    this.client = await CanopyClient.connect(o.url, {
+      ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
+      mode: o.mode,
+      ...(o.mode === 'fixed' ? { hz: o.hz } : {}),
+      fields: FIELDS,
+      reconnect: false,
+      requestTimeoutMs: Math.max(o.requestTimeoutMs, 30_000),
+      connectTimeoutMs: 30_000,
+    });
+    this.rows = this.client.rows();
+    this.client.on('error', (e) => {
+      this.counters.serviceErrors++;
+      this.firstError ??= `${e.code}: ${e.message}`;
+    });
+    this.client.on('close', (e) => {
+      this.failure ??= `session closed (${e.code}${e.reason === '' ? '' : ` ${e.reason}`})${e.error ? `: ${e.error.message}` : ''}`;
+    });
+    if (o.mode === 'fixed') this.client.on('decisions', (d) => this.onFixedDecisions(d));
+  }
+
+  /** Spawns the agents, in batches. */
+  async spawn(): Promise<void> {
+    const o = this.options;
+    for (let from = 0; from < o.agents; from += SPAWN_BATCH) {
+      const batch: SpawnAgent[] = [];
+      for (let i = from; i < Math.min(o.agents, from + SPAWN_BATCH); i++) batch.push({ id: i, tree: o.tree, seed: o.seed * 1_000_003 + i });
+      const out = await this.client.spawn(batch);
+      if (out.errors.length > 0) throw new Error(`spawn refused ${out.errors.length} agents: ${out.errors[0]!.code} ${out.errors[0]!.message}`);
+    }
+  }
+
+  /** Runs tick `n` of the game, due at `dueAt`: world step, rows, snapshot. */
+  tick(n: number, dueAt: number, dt: number): void {
+    if (this.failure !== undefined) return;
+    const startedAt = performance.now();
+    const world = this.world;
+    world.step(dt);
+    world.writeRows(this.rows);
+    const results = world.results();
+    const inWindow = dueAt >= this.windowFrom && dueAt < this.windowTo;
+    const c = this.counters;
+    const time = n / this.options.hz;
+    this.scheduled[n % TICK_RING] = dueAt;
+    this.sentTick = n;
+    if (this.options.mode === 'lockstep') {
+      this.outstanding++;
+      this.inFlight.set(n, dueAt);
+      this.client.lockstep({ tick: n, time, agents: this.rows, results }).then(
+        (d) => {
+          const now = performance.now();
+          this.outstanding--;
+          this.inFlight.delete(n);
+          if (inWindow) {
+            this.latency.record(now - dueAt);
+            c.answered++;
+          }
+          this.recent.record(now - dueAt);
+          this.onDecisions(d, inWindow);
+        },
+        (err: unknown) => {
+          this.outstanding--;
+          this.inFlight.delete(n);
+          const code = (err as { code?: string }).code;
+          if (code === 'E_TIMEOUT' || code === 'E_CLOSED') c.lost++;
+          else c.serviceErrors++;
+          this.firstError ??= err instanceof Error ? err.message : String(err);
+        },
+      );
+    } else {
+      this.client.snapshot({ tick: n, time, agents: this.rows, results });
+    }
+    if (inWindow) {
+      c.snapshots++;
+      c.results += results.length;
+      this.sendLag.record(startedAt - dueAt);
+      this.work.record(performance.now() - startedAt);
+    }
+  }
+
+  /**
+   * Lockstep ticks still unanswered at the end: each is recorded with its age so far (a lower bound of its
+   * latency: leaving them out would hide exactly the slow ones) and counted as lost. Returns how many.
+   */
+  settleOutstanding(now: number): number {
+    let n = 0;
+    for (const dueAt of this.inFlight.values()) {
+      if (dueAt >= this.windowFrom && dueAt < this.windowTo) {
+        this.latency.record(now - dueAt);
+        this.counters.lost++;
+        n++;
+      }
+    }
+    this.inFlight.clear();
+    return n;
+  }
+
+  /** Starts the measured window: counters and histograms restart. */
+  startWindow(from: number, to: number): void {
+    this.windowFrom = from;
+    this.windowTo = to;
+    this.counters = zeroCounters();
+    this.latency.reset();
+    this.sendLag.reset();
+    this.work.reset();
+    this.spacing.reset();
+    this.staleness.reset();
+  }
+
+  /** Ends the session (`bye`: the service frees the agents). */
+  async close(): Promise<void> {
+    await this.client?.bye().catch(() => undefined);
+  }
+
+  private onFixedDecisions(d: Decisions): void {
+    const now = performance.now();
+    const inWindow = now >= this.windowFrom && now < this.windowTo;
+    if (inWindow) {
+      if (this.lastFrameAt >= 0 && d.tick > this.lastTick) this.spacing.record(now - this.lastFrameAt);
+      const based = d.basedOn;
+      // Staleness: how old the newest snapshot the service had used was, counted from its scheduled send.
+      if (based !== undefined && based > 0 && based <= this.sentTick && based > this.sentTick - TICK_RING) {
+        const dueAt = this.scheduled[based % TICK_RING]!;
+        this.staleness.record(now - dueAt);
+        this.recent.record(now - dueAt);
+      }
+    }
+    this.lastFrameAt = now;
+    if (d.tick > this.lastTick) this.lastTick = d.tick;
+    this.onDecisions(d, inWindow);
+  }
+
+  private onDecisions(d: Decisions, inWindow: boolean): void {
+    const c = this.counters;
+    this.framesSeen++;
+    if (inWindow) {
+      c.frames++;
+      c.actions += d.actions.length;
+      c.cancels += d.cancels.length;
+      c.done += d.done.length;
+      c.agentErrors += d.errors.length;
+    }
+    if (d.errors.length > 0) this.firstError ??= `agent ${String(d.errors[0]![0])}: ${d.errors[0]![1]} ${d.errors[0]![2]}`;
+    this.world.apply(d.actions, d.cancels);
+  }
+}

@@ -1,0 +1,170 @@
+// The load generator's command line: flags, defaults and bounds (every run is bounded in time and size).
+
+import { parseArgs } from 'node:util';
+import type { Mode } from '../../src/client/index.js';
+
+export interface LoadOptions {
+  /** An existing service (`ws://host:port`); undefined: the generator starts one per run. */
+  readonly url: string | undefined;
+  readonly apiKey: string | undefined;
+  readonly modes: readonly Mode[];
+  readonly sessions: number;
+  readonly agents: number;
+  readonly hz: number;
+  readonly seconds: number;
+  readonly warmup: number;
+  /** Worker counts to run with (one run each): a child service only. */
+  readonly workers: readonly number[];
+  readonly tree: string;
+  readonly seed: number;
+  /** Latency budget (ms): lockstep latency p99, fixed tick lateness p99. */
+  readonly budgetMs: number;
+  readonly stagger: boolean;
+  readonly findCapacity: boolean;
+  readonly minAgents: number;
+  readonly maxAgents: number;
+  readonly resolution: number;
+  readonly maxProbes: number;
+  /** Measured seconds of each capacity probe. */
+  readonly probeSeconds: number;
+  readonly json: string | undefined;
+  /** Progress line period, seconds; 0: none. */
+  readonly progress: number;
+  /** Node binary of the child service. */
+  readonly serviceNode: string | undefined;
+  /** Extra flags for the child service's node. */
+  readonly nodeArgs: readonly string[];
+  /** Write the child service's CPU profiles here (node --cpu-prof). */
+  readonly cpuProf: string | undefined;
+}
+
+export class OptionsError extends Error {
+  override readonly name = 'OptionsError';
+}
+
+export const USAGE = `usage: npm run loadtest -- [options]
+
+Simulates game servers driving Canopy and reports what the service sustained.
+
+  --url ws://host:port     load an existing service (default: start one per run on 127.0.0.1)
+  --api-key KEY            API key for --url
+  --mode M                 lockstep | fixed | both                       (default lockstep)
+  --sessions K             game servers, one session each               (default 4)
+  --agents N               agents in all, split over the sessions       (default 20000)
+  --hz H                   snapshots (and fixed-mode ticks) per second  (default 20)
+  --seconds S              measured window                              (default 60)
+  --warmup S               warm-up before it                            (default 5)
+  --workers W[,W...]       service worker threads; several: one run each, compared (default 2)
+  --tree NAME              tree every agent runs                        (default guard)
+  --budget-ms MS           p99 budget: lockstep latency, fixed tick lateness (default one period)
+  --no-stagger             all game servers send at the same instant (default: spread over the period)
+  --find-capacity          bisect the agent count to the largest that holds the budget
+    --min-agents N --max-agents N --resolution F --max-probes N --probe-seconds S
+  --json FILE              write the results as JSON
+  --progress S             progress line period, 0 for none             (default 2)
+  --service-node PATH      node binary for the started service          (default: this one)
+  --node-args="FLAGS"      extra node flags for the started service
+  --cpu-prof DIR           profile the started service (node --cpu-prof) into DIR
+  --seed N                 world seed                                   (default 1)`;
+
+const MAX_AGENTS = 2_000_000;
+
+/** Parses the command line. @throws {OptionsError} naming the first bad flag. */
+export function parseOptions(argv: readonly string[]): LoadOptions {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        url: { type: 'string' },
+        'api-key': { type: 'string' },
+        mode: { type: 'string', default: 'lockstep' },
+        sessions: { type: 'string', default: '4' },
+        agents: { type: 'string', default: '20000' },
+        hz: { type: 'string', default: '20' },
+        seconds: { type: 'string', default: '60' },
+        warmup: { type: 'string', default: '5' },
+        workers: { type: 'string' },
+        tree: { type: 'string', default: 'guard' },
+        seed: { type: 'string', default: '1' },
+        'budget-ms': { type: 'string' },
+        'no-stagger': { type: 'boolean', default: false },
+        'find-capacity': { type: 'boolean', default: false },
+        'min-agents': { type: 'string', default: '1000' },
+        'max-agents': { type: 'string', default: '400000' },
+        resolution: { type: 'string', default: '0.05' },
+        'max-probes': { type: 'string', default: '12' },
+        'probe-seconds': { type: 'string', default: '20' },
+        json: { type: 'string' },
+        progress: { type: 'string', default: '2' },
+        'service-node': { type: 'string' },
+        'node-args': { type: 'string' },
+        'cpu-prof': { type: 'string' },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (err) {
+    throw new OptionsError(err instanceof Error ? err.message : String(err));
+  }
+  const v = parsed.values;
+  if (v.help) throw new OptionsError(USAGE);
+  const modes: Mode[] = v.mode === 'both' ? ['lockstep', 'fixed'] : v.mode === 'lockstep' || v.mode === 'fixed' ? [v.mode] : bad('--mode', 'lockstep, fixed or both', v.mode);
+  const hz = number('--hz', v.hz, 0, 1000, { exclusiveMin: true });
+  const sessions = integer('--sessions', v.sessions, 1, 1000);
+  const agents = integer('--agents', v.agents, 1, MAX_AGENTS);
+  if (agents < sessions) bad('--agents', `at least one agent per session (${sessions})`, v.agents);
+  const url = v.url;
+  if (url !== undefined && v.workers !== undefined) throw new OptionsError('--workers: only for a service the generator starts (not with --url)');
+  if (url !== undefined && (v['cpu-prof'] !== undefined || v['service-node'] !== undefined || v['node-args'] !== undefined)) {
+    throw new OptionsError('--cpu-prof, --service-node and --node-args apply to a service the generator starts (not with --url)');
+  }
+  const workers = (v.workers ?? '2').split(',').map((w) => integer('--workers', w.trim(), 0, 64));
+  const minAgents = integer('--min-agents', v['min-agents'], 1, MAX_AGENTS);
+  const maxAgents = integer('--max-agents', v['max-agents'], minAgents, MAX_AGENTS);
+  return {
+    url,
+    apiKey: v['api-key'],
+    modes,
+    sessions,
+    agents,
+    hz,
+    seconds: number('--seconds', v.seconds, 0, 3600, { exclusiveMin: true }),
+    warmup: number('--warmup', v.warmup, 0, 600),
+    workers,
+    tree: v.tree,
+    seed: integer('--seed', v.seed, 0, 2 ** 31),
+    budgetMs: v['budget-ms'] === undefined ? 1000 / hz : number('--budget-ms', v['budget-ms'], 0, 60_000, { exclusiveMin: true }),
+    stagger: !v['no-stagger'],
+    findCapacity: v['find-capacity'],
+    minAgents,
+    maxAgents,
+    resolution: number('--resolution', v.resolution, 0.001, 1),
+    maxProbes: integer('--max-probes', v['max-probes'], 1, 40),
+    probeSeconds: number('--probe-seconds', v['probe-seconds'], 0, 3600, { exclusiveMin: true }),
+    json: v.json,
+    progress: number('--progress', v.progress, 0, 3600),
+    serviceNode: v['service-node'],
+    nodeArgs: v['node-args'] === undefined ? [] : v['node-args'].split(/\s+/).filter((a) => a !== ''),
+    cpuProf: v['cpu-prof'],
+  };
+}
+
+function bad(flag: string, expected: string, got: unknown): never {
+  throw new OptionsError(`${flag}: expected ${expected}, got ${JSON.stringify(got)}`);
+}
+
+function number(flag: string, text: string | undefined, min: number, max: number, o: { exclusiveMin?: boolean } = {}): number {
+  const n = Number(text);
+  if (text === undefined || text.trim() === '' || !Number.isFinite(n) || n > max || (o.exclusiveMin ? n <= min : n < min)) {
+    bad(flag, `a number ${o.exclusiveMin ? 'above' : 'from'} ${min} ${o.exclusiveMin ? 'up to' : 'to'} ${max}`, text);
+  }
+  return n;
+}
+
+function integer(flag: string, text: string | undefined, min: number, max: number): number {
+  const n = number(flag, text, min, max);
+  if (!Number.isInteger(n)) bad(flag, `an integer from ${min} to ${max}`, text);
+  return n;
+}

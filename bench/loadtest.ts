@@ -1,0 +1,186 @@
+// The load generator: how many agents, at what tick rate, on this hardware? Simulates K game servers
+// with N agents each (client SDK, positional rows, a moving world), open-loop at H Hz, and reports what
+// the service sustained. See docs/capacity.md.
+//
+//   npm run loadtest -- [--mode lockstep|fixed|both] [--agents 20000] [--sessions 4] [--hz 20] [--seconds 60]
+//                       [--workers 1,2] [--find-capacity] [--url ws://host:port] [--json FILE] ...   (--help)
+
+import { writeFileSync } from 'node:fs';
+import type { Mode } from '../src/client/index.js';
+import { findCapacity, type CapacityResult } from './load/capacity.js';
+import { OptionsError, parseOptions, type LoadOptions } from './load/options.js';
+import { capacityLine, capacityTable, failureLines, resultsTable } from './load/report.js';
+import { runLoad, type RunResult, type RunSpec } from './load/run.js';
+import { existingService, startService, type Target } from './load/service.js';
+import { formatMachine, machineInfo } from './lib/machine.js';
+
+let options: LoadOptions;
+try {
+  options = parseOptions(process.argv.slice(2));
+} catch (err) {
+  if (err instanceof OptionsError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(err.message.startsWith('usage:') ? 0 : 2);
+  }
+  throw err;
+}
+
+const o = options;
+const log = (line: string): void => void process.stderr.write(`${line}\n`);
+
+// Every run is bounded: set-up, warm-up, window and drain, times the number of runs, then we give up.
+const runSeconds = (seconds: number): number => o.warmup + seconds + 180;
+const runsPlanned = (o.url === undefined ? o.workers.length : 1) * o.modes.length * (o.findCapacity ? o.maxProbes : 1);
+const watchdog = setTimeout(() => {
+  log(`loadtest: still running after ${runsPlanned} × ${runSeconds(o.findCapacity ? o.probeSeconds : o.seconds)} s; giving up`);
+  process.exit(3);
+}, runsPlanned * runSeconds(o.findCapacity ? o.probeSeconds : o.seconds) * 1000);
+watchdog.unref();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
+
+const machine = machineInfo();
+console.log('Canopy load test');
+console.log(formatMachine(machine));
+console.log(
+  `target: ${o.url ?? `a service started per run on 127.0.0.1 (${o.workers.join(' and ')} worker${o.workers.length === 1 && o.workers[0] === 1 ? '' : 's'})`}; ` +
+    `${o.sessions} game servers, ${o.agents} agents, ${o.hz} Hz, tree ${o.tree}, ${o.warmup} s warm-up + ${o.findCapacity ? `${o.probeSeconds} s per probe` : `${o.seconds} s`}`,
+);
+
+/** Acquires a fresh target for one run (a new child service, or the given URL), runs, and releases it. */
+async function withTarget<T>(workers: number, use: (target: Target) => Promise<T>): Promise<T> {
+  const target =
+    o.url !== undefined
+      ? await existingService(o.url, o.apiKey)
+      : await startService({
+          workers,
+          ...(o.serviceNode !== undefined ? { node: o.serviceNode } : {}),
+          nodeArgs: [...o.nodeArgs, ...(o.cpuProf !== undefined ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProf] : [])],
+        });
+  try {
+    return await use(target);
+  } finally {
+    await target.stop();
+  }
+}
+
+function spec(mode: Mode, agents: number, seconds: number, failFast: boolean): RunSpec {
+  return {
+    mode,
+    sessions: o.sessions,
+    agents,
+    hz: o.hz,
+    seconds,
+    warmup: o.warmup,
+    tree: o.tree,
+    seed: o.seed,
+    stagger: o.stagger,
+    budgetMs: o.budgetMs,
+    ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
+    progressMs: o.progress * 1000,
+    failFast,
+  };
+}
+
+const progress = { progress: (line: string) => log(line) };
+const results: RunResult[] = [];
+const searches: Array<{ workers: number | null; mode: Mode; search: CapacityResult<RunResult> }> = [];
+const workerCounts: ReadonlyArray<number | null> = o.url === undefined ? o.workers : [null];
+
+for (const workers of workerCounts) {
+  for (const mode of o.modes) {
+    if (!o.findCapacity) {
+      log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents`);
+      results.push(await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false), t, progress)));
+      continue;
+    }
+    const step = o.sessions * 100;
+    const search = await findCapacity(
+      { start: o.agents, min: o.minAgents, max: o.maxAgents, step, resolution: o.resolution, maxProbes: o.maxProbes },
+      async (agents) => {
+        for (let attempt = 1; ; attempt++) {
+          log(`\n— capacity probe: ${mode}, ${workers ?? 'remote'} workers, ${agents} agents`);
+          const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, agents, o.probeSeconds, true), t, progress));
+          log(`  → ${r.ok ? 'ok' : `fail: ${r.failures.join('; ')}`}`);
+          // A run that never got going (its sessions lost before anything was ticked) says nothing about
+          // capacity: try once more with a fresh service before counting it as a failure.
+          if (r.ok || attempt === 2 || r.achievedAgentTicksPerSec > 0 || r.errorDetail.lostSessions === 0) return { ok: r.ok, detail: r };
+          log('  the run never got going: trying this probe again with a fresh service');
+        }
+      },
+    );
+    searches.push({ workers, mode, search });
+    const atCapacity = search.probes.filter((p) => p.ok && p.agents === search.capacity).at(-1)?.detail;
+    if (atCapacity !== undefined) results.push(atCapacity);
+    log(`  ${mode}, ${workers ?? 'remote'} workers: ${capacityLine(search)}`);
+  }
+}
+
+console.log();
+for (const s of searches) {
+  console.log(`capacity search — ${s.mode}, ${s.workers ?? 'remote'} workers, p99 budget ${o.budgetMs.toFixed(1)} ms, no missed ticks, no errors`);
+  console.log(capacityTable(s.search));
+  console.log(capacityLine(s.search));
+  console.log();
+}
+if (results.length > 0) {
+  console.log(o.findCapacity ? 'figures at capacity' : 'figures');
+  console.log(resultsTable(results));
+  for (const line of failureLines(results)) console.log(line);
+}
+
+// Worker scaling: the same mode with more than one worker count.
+const scaling: Array<{ mode: Mode; from: number; to: number; ratio: number; basis: string; generatorCpuShare: number[] }> = [];
+if (workerCounts.length > 1) {
+  console.log();
+  for (const mode of o.modes) {
+    const byWorkers = workerCounts.map((w) => ({ w: w!, search: searches.find((s) => s.mode === mode && s.workers === w), run: results.find((r) => r.mode === mode && r.workers === w) }));
+    const first = byWorkers[0]!;
+    for (const other of byWorkers.slice(1)) {
+      const basis = o.findCapacity ? 'capacity (agents within budget)' : 'achieved agent-ticks/s at the same offered load';
+      const a = o.findCapacity ? (first.search?.search.capacity ?? 0) : (first.run?.achievedAgentTicksPerSec ?? 0);
+      const b = o.findCapacity ? (other.search?.search.capacity ?? 0) : (other.run?.achievedAgentTicksPerSec ?? 0);
+      const ratio = a > 0 ? b / a : 0;
+      const shares = [first.run, other.run].map((r) => r?.generator.cpuShare ?? 0);
+      scaling.push({ mode, from: first.w, to: other.w, ratio, basis, generatorCpuShare: shares });
+      console.log(
+        `worker scaling, ${mode}: ${other.w} workers / ${first.w} worker${first.w === 1 ? '' : 's'} = ${ratio.toFixed(2)}× ${basis} ` +
+          `(${a} → ${b}); generator CPU share ${shares.map((s) => `${(100 * s).toFixed(0)} %`).join(' → ')} of the CPU used`,
+      );
+    }
+  }
+}
+
+if (o.json !== undefined) {
+  const primary = results[0];
+  const out: Record<string, unknown> = {
+    ...primary,
+    machine: { cpu: machine.cpu, cores: machine.cores, v8: machine.v8, platform: machine.platform, loadAverage: machine.load, date: machine.date },
+    command: `npm run loadtest -- ${process.argv.slice(2).join(' ')}`,
+    runs: results,
+  };
+  if (o.findCapacity) {
+    const first = searches[0];
+    out.capacityAgents = first?.search.capacity ?? 0;
+    out.capacity = searches.map((s) => ({
+      mode: s.mode,
+      workers: s.workers,
+      capacityAgents: s.search.capacity,
+      atLeast: s.search.atLeast,
+      failedAt: s.search.failedAt ?? null,
+      probes: s.search.probes.map((p) => ({
+        agents: p.agents,
+        ok: p.ok,
+        latencyP99Ms: p.detail.latencyMs.p99,
+        missedTicks: p.detail.missedTicks,
+        serverCpuCores: p.detail.server.cpuCores,
+        generatorCpuCores: p.detail.generator.cpuCores,
+        otherCpuCores: p.detail.otherCpuCores,
+        failures: p.detail.failures,
+      })),
+    }));
+  }
+  if (scaling.length > 0) out.scaling = scaling;
+  writeFileSync(o.json, `${JSON.stringify(out, null, 2)}\n`);
+  log(`wrote ${o.json}`);
+}
+process.exitCode = results.length > 0 && results.every((r) => r.ok) ? 0 : 1;

@@ -1,0 +1,65 @@
+// One short end-to-end run of the load generator, to keep it working: the built CLI starts the built
+// service (1 worker), runs 2 game servers × 150 agents for 3 s in lockstep and in fixed mode, and
+// writes its JSON. Asserts that it completes and reports sane numbers — never a speed.
+// Needs dist/ (npm test builds first).
+
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, test } from 'vitest';
+import type { RunResult } from '../../bench/load/run.js';
+import { repoRoot } from '../../bench/load/service.js';
+
+const run = promisify(execFile);
+const root = repoRoot();
+const cli = join(root, 'dist', 'bench', 'loadtest.js');
+const dir = mkdtempSync(join(tmpdir(), 'canopy-loadtest-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
+  test('2 sessions × 150 agents, lockstep and fixed, 3 s each: completes, writes its JSON, numbers are sane', async () => {
+    const json = join(dir, 'out.json');
+    const args = [cli, '--mode', 'both', '--sessions', '2', '--agents', '300', '--hz', '20', '--seconds', '3', '--warmup', '1', '--workers', '1', '--progress', '1', '--json', json];
+    // Exit code 1 only means a run missed its budget on a busy machine: not a failure of this test.
+    const out = await run(process.execPath, args, { cwd: root, timeout: 90_000 }).catch((err: { code?: number; stdout: string; stderr: string }) => {
+      if (err.code === 1) return err;
+      throw err;
+    });
+    expect(out.stdout).toContain('figures');
+    expect(out.stderr).toMatch(/\[\s+\d+ s (warm-up|measure)\]/); // progress lines
+
+    const report = JSON.parse(readFileSync(json, 'utf8')) as Record<string, unknown> & { runs: RunResult[] };
+    for (const key of ['node', 'workers', 'sessions', 'agents', 'hz', 'seconds', 'offeredAgentTicksPerSec', 'achievedAgentTicksPerSec', 'latencyMs', 'missedTicks', 'errors']) {
+      expect(report).toHaveProperty(key);
+    }
+    expect(report.node).toBe(process.version);
+    expect(report.runs.map((r) => r.mode)).toEqual(['lockstep', 'fixed']);
+    for (const r of report.runs) {
+      expect(r).toMatchObject({ workers: 1, sessions: 2, agents: 300, hz: 20, offeredAgentTicksPerSec: 6000, errors: 0 });
+      expect(r.seconds).toBeGreaterThan(2.5);
+      // Sane, not fast: the service ticked most of what was offered, and decisions came back.
+      expect(r.achievedAgentTicksPerSec).toBeGreaterThan(0.5 * 6000);
+      expect(r.achievedAgentTicksPerSec).toBeLessThan(1.2 * 6000);
+      expect(r.achievedDecisionsPerSec).toBeGreaterThan(0);
+      expect(r.actionsPerSec).toBeGreaterThan(0);
+      for (const k of ['p50', 'p99', 'p999', 'max'] as const) {
+        expect(r.latencyMs[k]).toBeGreaterThanOrEqual(0);
+        expect(r.latencyMs[k]).toBeLessThan(10_000);
+      }
+      expect(r.latencyMs.p50).toBeLessThanOrEqual(r.latencyMs.p99);
+      expect(r.missedTicks).toBeGreaterThanOrEqual(0);
+      expect(r.server.cpuCores).toBeGreaterThan(0);
+      expect(r.server.rssMB).toBeGreaterThan(10);
+      expect(r.generator.cpuCores).toBeGreaterThan(0);
+      expect(r.bytesPerSec.toService).toBeGreaterThan(0);
+      expect(r.bytesPerSec.fromService).toBeGreaterThan(0);
+    }
+    const [lockstep, fixed] = report.runs;
+    expect(lockstep!.lockstepLatencyMs!.count).toBeGreaterThan(2 * 20 * 2);
+    expect(fixed!.tickLatenessMs).not.toBeNull();
+    expect(fixed!.decisionSpacingMs!.p50).toBeGreaterThan(20);
+    expect(fixed!.decisionSpacingMs!.p50).toBeLessThan(200);
+  }, 120_000);
+});
