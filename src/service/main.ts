@@ -3,7 +3,7 @@
 
 import { pino } from 'pino';
 import { ConfigError, describeSettings, parseConfig, redactConfig, type Config } from './config.js';
-import { StartupError, createServer } from './server.js';
+import { StartupError, createServer, type CanopyServer } from './server.js';
 
 const USAGE = [
   'usage: canopy [--flag value ...]   (each flag is also an environment variable; flags win)',
@@ -27,22 +27,22 @@ async function main(argv: readonly string[]): Promise<void> {
     throw err;
   }
   const logger = pino({ level: config.logLevel });
-  logger.info({ config: redactConfig(config) }, 'canopy starting');
 
-  let server;
-  try {
-    server = await createServer(config, { logger });
-    await server.listen();
-  } catch (err) {
-    if (err instanceof StartupError) {
-      process.stderr.write(`canopy cannot start:\n${err.message}\n`);
-      process.exit(1);
-    }
-    logger.fatal({ err }, 'canopy cannot start');
-    process.exit(1);
-  }
-
+  // Signals are handled from the first moment: /healthz answers while the workers still start, so
+  // an orchestrator may stop us before `listen()` resolves. A stop during start-up waits for the
+  // server to exist, then drains it like any other.
+  let server: CanopyServer | undefined;
   let stopping = false;
+  const shutdown = (): void => {
+    if (!server) return;
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
   const stop = (signal: string): void => {
     if (stopping) return;
     stopping = true;
@@ -52,16 +52,25 @@ async function main(argv: readonly string[]): Promise<void> {
       logger.error({ shutdownMs: config.shutdownMs }, 'shutdown took too long; exiting');
       process.exit(1);
     }, config.shutdownMs).unref();
-    server.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    shutdown();
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  logger.info({ config: redactConfig(config) }, 'canopy starting');
+
+  try {
+    server = await createServer(config, { logger });
+    if (stopping) return shutdown();
+    await server.listen();
+  } catch (err) {
+    if (err instanceof StartupError) {
+      process.stderr.write(`canopy cannot start:\n${err.message}\n`);
+      process.exit(1);
+    }
+    if (stopping) return; // closed while starting: the drain decides the exit code
+    logger.fatal({ err }, 'canopy cannot start');
+    process.exit(1);
+  }
 }
 
 await main(process.argv.slice(2));

@@ -136,6 +136,13 @@ describe('the start command', () => {
     expect(proc.stdout().split('\n').filter((l) => l.includes('"level":30')).length).toBeLessThan(10);
   });
 
+  test('SIGTERM while starting (workers not ready yet): a clean exit 0, never killed by the signal', async () => {
+    const proc = run([], { CANOPY_TREES: fixture.trees, CANOPY_SHUTDOWN_MS: '5000', CANOPY_LOG_LEVEL: 'info', CANOPY_WORKERS: '2' });
+    await proc.waitFor(/"msg":"canopy starting"/);
+    proc.kill('SIGTERM');
+    expect(await proc.exit).toBe(0);
+  });
+
   test('a bad setting: one line naming it, exit code 2', async () => {
     const proc = run(['--port', '80a'], { CANOPY_TREES: fixture.trees });
     expect(await proc.exit).toBe(2);
