@@ -218,6 +218,8 @@ export const Msg = {
   listTooLong: (path: string, length: number, max: number): string =>
     `${path}: ${length} entries exceed the limit of ${max}`,
   limit: (what: string, max: number): string => `${what} exceeds the limit of ${max}`,
+  rateLimited: (perSecond: number): string =>
+    `more than ${perSecond} messages per second on this connection: reading paused, later messages are delayed (none dropped)`,
   // E_PLUGIN
   plugin: (plugin: string, why: string): string => `plugin ${quote(plugin)} threw: ${why}`,
   // E_INTERNAL

@@ -30,6 +30,8 @@ export interface Config {
   readonly maxFrameBytes: number;
   /** Longest shutdown, from the signal to the process exit, in milliseconds. */
   readonly shutdownMs: number;
+  /** Most WebSocket messages per second on one connection (bursts up to one second's worth); 0: unlimited. */
+  readonly maxMessageRate: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -55,6 +57,7 @@ export function defaultConfig(): Config {
     maxAgents: 100_000,
     maxFrameBytes: LIMITS.defaultMaxFrameBytes,
     shutdownMs: 10_000,
+    maxMessageRate: 10_000,
   };
 }
 
@@ -76,6 +79,7 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   maxAgents: (raw, name) => ({ maxAgents: integer(raw, name, 1, 10_000_000) }),
   maxFrameBytes: (raw, name) => ({ maxFrameBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
   shutdownMs: (raw, name) => ({ shutdownMs: integer(raw, name, 0, 600_000) }),
+  maxMessageRate: (raw, name) => ({ maxMessageRate: integer(raw, name, 0, 10_000_000) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */

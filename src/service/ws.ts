@@ -24,6 +24,7 @@ import {
 import type { LiveConnection, ServiceContext } from './context.js';
 import { HttpErrorCode } from './http.js';
 import { Outbox } from './outbox.js';
+import { TokenBucket } from './rate.js';
 import { SnapshotRefused, type Session, type SessionOutput } from './session.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
@@ -86,7 +87,11 @@ class Connection implements LiveConnection, SessionOutput {
   private readonly queue: Buffer[] = [];
   private queueHead = 0;
   private busy = false;
-  private readonly pausedBy = new Set<'queue' | 'congestion'>();
+  private readonly pausedBy = new Set<PauseReason>();
+  /** CANOPY_MAX_MESSAGE_RATE: a frame without a token waits in the queue, reading paused. */
+  private readonly rate: TokenBucket;
+  private throttleTimer: NodeJS.Timeout | undefined;
+  private lastThrottleError = -Infinity;
   /** Set once the connection is going away (bye, goodbye, fatal error): later frames are ignored. */
   private ending = false;
   private alive = true;
@@ -98,6 +103,7 @@ class Connection implements LiveConnection, SessionOutput {
     this.ctx = ctx;
     this.log = log;
     const metrics = ctx.metrics;
+    this.rate = new TokenBucket(ctx.config.maxMessageRate, performance.now());
     this.outbox = new Outbox(socket, {
       softBytes: ctx.tuning.softBufferBytes,
       hardBytes: ctx.tuning.hardBufferBytes,
@@ -131,12 +137,32 @@ class Connection implements LiveConnection, SessionOutput {
       if (this.session === undefined) this.close(CloseCode.protocolError);
       return;
     }
-    if (this.busy) {
+    if (this.busy || this.throttleTimer !== undefined || !this.rate.take(performance.now())) {
       this.queue.push(bytes);
       if (this.queue.length - this.queueHead >= MAX_QUEUED_FRAMES) this.setPaused('queue', true);
+      if (!this.busy) this.throttle();
       return;
     }
     this.process(bytes);
+  }
+
+  /**
+   * Over the message rate: stop reading until the next token is due, then go on with the queue.
+   * Nothing is dropped; the client hears `E_LIMIT` at most once a second while this lasts.
+   */
+  private throttle(): void {
+    if (this.throttleTimer !== undefined || this.ending) return;
+    const now = performance.now();
+    if (now - this.lastThrottleError >= 1000) {
+      this.lastThrottleError = now;
+      this.refuse(ErrorCode.E_LIMIT, Msg.rateLimited(this.ctx.config.maxMessageRate));
+    }
+    this.setPaused('rate', true);
+    this.throttleTimer = setTimeout(() => {
+      this.throttleTimer = undefined;
+      this.setPaused('rate', false);
+      this.drain();
+    }, Math.max(1, this.rate.msUntilToken(now)));
   }
 
   /** Handles one frame; while a lockstep tick runs, later frames wait in the queue. */
@@ -157,6 +183,11 @@ class Connection implements LiveConnection, SessionOutput {
 
   private drain(): void {
     while (!this.busy && !this.ending && this.queueHead < this.queue.length) {
+      if (this.throttleTimer !== undefined) return;
+      if (!this.rate.take(performance.now())) {
+        this.throttle();
+        return;
+      }
       const next = this.queue[this.queueHead]!;
       this.queue[this.queueHead++] = EMPTY;
       this.process(next);
@@ -170,6 +201,7 @@ class Connection implements LiveConnection, SessionOutput {
 
   private onClose(): void {
     this.ending = true;
+    clearTimeout(this.throttleTimer);
     const session = this.session;
     if (session === undefined || session.ended || !session.isAttachedTo(this)) return;
     void session.detach(this);
@@ -184,6 +216,11 @@ class Connection implements LiveConnection, SessionOutput {
 
   /** Called by the server's ping timer. */
   heartbeat(): void {
+    if (this.pausedBy.size > 0) {
+      // We stopped reading this socket ourselves, so its pong may be waiting unread.
+      this.alive = true;
+      return;
+    }
     if (!this.alive) {
       this.log.debug({ session: this.session?.id }, 'dropping a socket that did not answer ping');
       this.socket.terminate();
@@ -304,6 +341,7 @@ class Connection implements LiveConnection, SessionOutput {
             maxFields: LIMITS.maxFields,
             maxHz: LIMITS.maxHz,
             resumeGraceMs: ctx.config.resumeGraceMs,
+            maxMessageRate: ctx.config.maxMessageRate,
           },
         },
         msg.id,
@@ -403,7 +441,7 @@ class Connection implements LiveConnection, SessionOutput {
     void this.closed.then(() => clearTimeout(timer));
   }
 
-  private setPaused(reason: 'queue' | 'congestion', paused: boolean): void {
+  private setPaused(reason: PauseReason, paused: boolean): void {
     if (paused) this.pausedBy.add(reason);
     else this.pausedBy.delete(reason);
     if (this.pausedBy.size > 0) {
@@ -413,6 +451,9 @@ class Connection implements LiveConnection, SessionOutput {
     }
   }
 }
+
+/** Why the socket is not being read: a lockstep backlog, a client not reading, the message rate. */
+type PauseReason = 'queue' | 'congestion' | 'rate';
 
 const EMPTY = Buffer.alloc(0);
 

@@ -33,6 +33,7 @@ describe('parseConfig', () => {
       maxAgents: 100_000,
       maxFrameBytes: 16 * 1024 * 1024,
       shutdownMs: 10_000,
+      maxMessageRate: 10_000,
     });
     expect(c.workers).toBeGreaterThanOrEqual(1);
   });
@@ -51,6 +52,7 @@ describe('parseConfig', () => {
       CANOPY_MAX_AGENTS: '10',
       CANOPY_MAX_FRAME_BYTES: '65536',
       CANOPY_SHUTDOWN_MS: '2000',
+      CANOPY_MAX_MESSAGE_RATE: '0',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -67,6 +69,7 @@ describe('parseConfig', () => {
       maxAgents: 10,
       maxFrameBytes: 65536,
       shutdownMs: 2000,
+      maxMessageRate: 0,
     });
   });
 
@@ -112,6 +115,7 @@ describe('parseConfig', () => {
       'CANOPY_MAX_AGENTS',
       'CANOPY_MAX_FRAME_BYTES',
       'CANOPY_SHUTDOWN_MS',
+      'CANOPY_MAX_MESSAGE_RATE',
     ]);
   });
 

@@ -1,10 +1,12 @@
 // Unit tests of the service's building blocks that need no server: the fixed-rate clock (drift-free,
-// skips late ticks, never overlaps) and the outbox (slow readers: merge, then goodbye).
+// skips late ticks, never overlaps), the outbox (slow readers: merge, then goodbye) and the
+// message-rate bucket.
 
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { decode, type ActionDecision } from '../../src/protocol/index.js';
 import { FixedClock, type ClockTick } from '../../src/service/clock.js';
 import { Outbox, type OutboundSocket } from '../../src/service/outbox.js';
+import { TokenBucket } from '../../src/service/rate.js';
 
 describe('FixedClock', () => {
   let now = 0;
@@ -187,5 +189,28 @@ describe('Outbox', () => {
     expect(outbox.send(Buffer.alloc(1))).toBe(false);
     outbox.decisions({ tick: 1 });
     expect(socket.sent).toEqual([]);
+  });
+});
+
+describe('TokenBucket (CANOPY_MAX_MESSAGE_RATE)', () => {
+  test('a burst of one second passes, then one token per 1/rate s', () => {
+    const bucket = new TokenBucket(10, 0);
+    for (let i = 0; i < 10; i++) expect(bucket.take(0)).toBe(true);
+    expect(bucket.take(0)).toBe(false);
+    expect(bucket.msUntilToken(0)).toBe(100);
+    expect(bucket.take(50)).toBe(false);
+    expect(bucket.msUntilToken(50)).toBe(50);
+    expect(bucket.take(100)).toBe(true);
+    expect(bucket.take(100)).toBe(false);
+    // Idle time refills up to one second's worth, never more.
+    let passed = 0;
+    while (bucket.take(60_000)) passed++;
+    expect(passed).toBe(10);
+  });
+
+  test('0 is unlimited', () => {
+    const bucket = new TokenBucket(0, 0);
+    for (let i = 0; i < 100_000; i++) expect(bucket.take(0)).toBe(true);
+    expect(bucket.msUntilToken(0)).toBe(0);
   });
 });
