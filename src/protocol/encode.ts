@@ -29,6 +29,32 @@ export function wireInt<T>(value: T): T | bigint {
   return isWide(value) ? BigInt(value) : value;
 }
 
+/**
+ * Any value ready for the wire: the same value unless it holds a wide integer somewhere (in arrays
+ * and plain objects, at any depth); then a copy with those integers as bigints. For replies built
+ * outside the hot path (HTTP bodies); the per-tick builders below check only where ids can be.
+ */
+export function wireDeep(value: unknown): unknown {
+  if (isWide(value)) return BigInt(value);
+  if (value === null || typeof value !== 'object' || ArrayBuffer.isView(value)) return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const v = wireDeep(value[i]);
+      if (v !== value[i]) (copy ??= value.slice())[i] = v;
+    }
+    return copy ?? value;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(value)) {
+    const w = wireDeep(v);
+    if (w !== v) (copy ??= { ...(value as Record<string, unknown>) })[k] = w;
+  }
+  return copy ?? value;
+}
+
 /** `ids` ready for the wire: the same array unless one of them is a wide integer. */
 function wireIds(ids: readonly AgentId[]): readonly (AgentId | bigint)[] {
   for (let i = 0; i < ids.length; i++) {

@@ -26,6 +26,7 @@ export {
   encodePong,
   encodeSpawned,
   encodeWelcome,
+  wireDeep,
   wireInt,
   type DecisionsFields,
   type WelcomeFields,

@@ -2,7 +2,7 @@
 // request's format), errors as `{ code, message }` with the protocol's codes, and HTTP-only codes.
 
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DecodeError, ErrorCode, HttpErrorCode, decode, encode } from '../protocol/index.js';
+import { DecodeError, ErrorCode, HttpErrorCode, decode, encode, wireDeep } from '../protocol/index.js';
 
 /** MessagePack media types accepted and produced. */
 export const MSGPACK_TYPES = ['application/msgpack', 'application/x-msgpack'] as const;
@@ -29,10 +29,10 @@ export function wantsMsgpack(request: FastifyRequest): boolean {
   return typeof accept === 'string' && MSGPACK_TYPES.some((t) => accept.includes(t));
 }
 
-/** Sends `body` as JSON or MessagePack, as the request asked. */
+/** Sends `body` as JSON or MessagePack (integers wider than 32 bits as int64), as the request asked. */
 export function respond(request: FastifyRequest, reply: FastifyReply, body: unknown, status = 200): FastifyReply {
   reply.code(status);
-  if (wantsMsgpack(request)) return reply.type(MSGPACK_TYPES[0]).send(encode(body));
+  if (wantsMsgpack(request)) return reply.type(MSGPACK_TYPES[0]).send(encode(wireDeep(body)));
   return reply.send(body);
 }
 

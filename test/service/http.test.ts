@@ -172,6 +172,20 @@ describe('lockstep sessions over HTTP', () => {
     expect(metrics).toMatch(/^canopy_bytes_sent_total\{transport="http"\} [1-9]/m);
   });
 
+  test('MessagePack replies write integers wider than 32 bits as int64, never float64', async () => {
+    const id = ((await post('/v1/sessions', encode({}), msgpack)).body as { session: string }).session;
+    const big = 2 ** 40 + 1;
+    await post(`/v1/sessions/${id}/spawn`, encode({ agents: [{ id: big, tree: 'talker' }] }), msgpack);
+    const res = await fetch(`${running.base}/v1/sessions/${id}/tick`, { method: 'POST', headers: msgpack, body: encode({ tick: big, time: 0 }) });
+    const bytes = Buffer.from(await res.arrayBuffer());
+    expect(decode(bytes)).toMatchObject({ tick: big, actions: [[big, 1, 'say', { word: 'hi', x: null }]] });
+    // uint64 0xcf or int64 0xd3, followed by 2^40 + 1; no float64 (0xcb) anywhere.
+    const wide = Buffer.from([0, 0, 1, 0, 0, 0, 0, 1]);
+    expect(bytes.includes(Buffer.concat([Buffer.from([0xcf]), wide])) || bytes.includes(Buffer.concat([Buffer.from([0xd3]), wide]))).toBe(true);
+    expect(bytes.includes(0xcb)).toBe(false);
+    await http(running.base, 'DELETE', `/v1/sessions/${id}`);
+  });
+
   test('bodies are validated like WebSocket messages: same codes, 400 { code, message }', async () => {
     const id = ((await post('/v1/sessions', {})).body as { session: string }).session;
     expect(await post(`/v1/sessions/${id}/tick`, { tick: 1 })).toMatchObject({
