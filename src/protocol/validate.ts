@@ -4,6 +4,7 @@
 import { ErrorCode, Msg, quote } from './codes.js';
 import { DecodeError, decode } from './codec.js';
 import { LIMITS, PROTOCOL_VERSION } from './limits.js';
+import { readSnapshotRows } from './rows.js';
 import {
   agentIdFromKey,
   type ActionResult,
@@ -30,6 +31,12 @@ export interface ParseOptions {
   readonly fieldCount?: number;
   /** The session's mode. When `lockstep`, `snapshot.time` is required. */
   readonly mode?: Mode;
+  /**
+   * Read the rows of a snapshot straight into columns when they are plain enough ({@link PackedRows}
+   * in `msg.agents`; the agent pool takes them as they are). Needs `fieldCount` above 0. Otherwise,
+   * and for any frame the fast path declines, rows come as arrays. Errors are the same either way.
+   */
+  readonly packRows?: boolean;
 }
 
 /**
@@ -84,6 +91,14 @@ export function parseClientFrame(bytes: Uint8Array, maxFrameBytes: number, optio
   }
   // Refuse a non-map before decoding what may be megabytes of something else.
   if (bytes.length > 0 && !isMapHeader(bytes[0]!)) return fail(ErrorCode.E_PROTOCOL, Msg.notAMap());
+  if (options?.packRows === true && options.fieldCount !== undefined && options.fieldCount > 0) {
+    const fast = readSnapshotRows(bytes, options.fieldCount);
+    if (fast !== undefined) {
+      const parsed = parseClientMessage(fast.fields, options);
+      if (parsed.ok && parsed.msg.t === 'snapshot') return { ...parsed, msg: { ...parsed.msg, agents: fast.rows } };
+      // A field is wrong: the ordinary path reports it exactly as it always does.
+    }
+  }
   let value: unknown;
   try {
     value = decode(bytes);

@@ -246,6 +246,7 @@ class Connection implements LiveConnection, SessionOutput {
     const parsed = parseClientFrame(bytes, this.ctx.config.maxFrameBytes, {
       fieldCount: session.fields?.length ?? 0,
       mode: session.mode,
+      packRows: true,
     });
     if (!parsed.ok) {
       this.invalid(parsed.code, parsed.message, parsed.re);

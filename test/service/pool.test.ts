@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentId } from '../../src/bt/index.js';
 import { crashWorkerForTests, createAgentPool, type AgentPool, type Decisions } from '../../src/service/pool/index.js';
-import { encode } from '../../src/protocol/index.js';
+import { encode, readSnapshotRows } from '../../src/protocol/index.js';
 
 const FIELDS = ['hp', 'enemy', 'dist', 'name'] as const;
 const DT = 0.05;
@@ -171,6 +171,49 @@ describe.each([
     const first = tick(s, 1);
     await expect(tick(s, 2)).rejects.toThrow('started before the previous tick ended');
     expect((await first).actions).toHaveLength(1);
+  });
+
+  it('row values of every shape reach the tree as sent: numbers arrays (transferred), long, mixed and nested arrays', async () => {
+    const s = open();
+    const shapes: unknown[][] = [
+      [[3, 4], [1.5, -2.25, 1e300], [], Array.from({ length: 16 }, (_, k) => k), Array.from({ length: 40 }, (_, k) => k / 3), [1, 'a'], [[1, 2]], { x: 1 }],
+      [[5, 6], [7], [8, 9, 10], [], [0.5], [null], [true, 2], 'text'],
+    ];
+    const ids = shapes[0]!.map((_, i) => i + 1);
+    pool.spawn(s, ids.map((id) => ({ id, tree: 'guard' })));
+    const names = async (n: number, values: unknown[], results: Array<[AgentId, number, 'success']>): Promise<unknown[]> => {
+      pool.observe(s, ids.map((id, i) => [id, 100, false, 0, values[i]]), false);
+      pool.results(s, results);
+      const d = await tick(s, n);
+      return ids.map((id) => (actionsOf(d, id)[0]?.[2] as { name: unknown } | undefined)?.name);
+    };
+    expect(await names(1, shapes[0]!, [])).toEqual(shapes[0]);
+    // Tick 2 ends each patrol (its result); tick 3 issues it again with that tick's rows, through reused batches.
+    await names(2, shapes[1]!, ids.map((id) => [id, 1, 'success']));
+    expect(await names(3, shapes[1]!, [])).toEqual(shapes[1]);
+  });
+
+  it('rows read by the protocol fast path (packed columns) reach the tree exactly as rows sent as arrays', async () => {
+    const s = open();
+    const values: unknown[] = [[3, 4], [], Array.from({ length: 15 }, (_, k) => k * 0.5), 'text', '', null, true, -7.25, 2 ** 40];
+    const ids = values.map((_, i) => (i % 2 === 0 ? i + 1 : `p${i}`));
+    pool.spawn(s, ids.map((id) => ({ id, tree: 'guard' })));
+    const rows = ids.map((id, i) => [id, 100, false, 0, values[i]]);
+    const packed = readSnapshotRows(encode({ t: 'snapshot', tick: 1, time: 0, agents: [...rows, ['ghost', 1, true, 2, null]] }), FIELDS.length);
+    expect(packed).toBeDefined();
+    expect(pool.observe(s, packed!.rows, false)).toEqual({ unknown: 1 });
+    const d = await tick(s, 1);
+    expect(ids.map((id) => (actionsOf(d, id)[0]![2] as { name: unknown }).name)).toEqual(values);
+  });
+
+  it('many array values in one tick: the transferred vector buffer grows and keeps every value', async () => {
+    const s = open();
+    const ids = Array.from({ length: 300 }, (_, i) => i);
+    pool.spawn(s, ids.map((id) => ({ id, tree: 'guard' })));
+    const value = (id: number): number[] => Array.from({ length: 16 }, (_, k) => id * 100 + k);
+    pool.observe(s, ids.map((id) => [id, 100, false, 0, value(id)]), false);
+    const d = await tick(s, 1);
+    for (const id of ids) expect(actionsOf(d, id)).toEqual([[1, 'patrol', { speed: 1, name: value(id) }]]);
   });
 
   it('counts rows for unknown agents and ignores them', async () => {

@@ -30,7 +30,7 @@ class HostSession {
 }
 
 /** Writes row values `base .. base + fields.length - 1` of a RowBatch into `obs`, in `fields` order. */
-type RowWriter = (obs: Record<string, unknown>, values: Float64Array, tags: Uint8Array, other: readonly unknown[], base: number) => void;
+type RowWriter = (obs: Record<string, unknown>, values: Float64Array, tags: Uint8Array, other: readonly unknown[], vectors: Float64Array, base: number) => void;
 
 /**
  * A row writer for these fields. Generated code with one constant-name store per field is ~6× faster than a
@@ -43,13 +43,23 @@ function rowWriter(fields: readonly string[]): RowWriter {
   const body = fields.map((f, k) => `  obs[${JSON.stringify(f)}] = ${valueSource(k)};`).join('\n');
   try {
     // oxlint-disable-next-line no-new-func -- see above: constant-name stores, names quoted by JSON.stringify
-    return new Function(`return function writeRow(obs, values, tags, other, base) {\n  let t;\n${body}\n};`)() as RowWriter;
+    return new Function('vector', `return function writeRow(obs, values, tags, other, vectors, base) {\n  let t;\n${body}\n};`)(vector) as RowWriter;
   } catch {
-    return (obs, values, tags, other, base) => {
+    return (obs, values, tags, other, vectors, base) => {
       for (let k = 0; k < fields.length; k++) {
         const tag = tags[base + k];
         obs[fields[k]!] =
-          tag === Tag.NUMBER ? values[base + k] : tag === Tag.TRUE ? true : tag === Tag.FALSE ? false : tag === Tag.NULL ? null : other[values[base + k]!];
+          tag === Tag.NUMBER
+            ? values[base + k]
+            : tag === Tag.TRUE
+              ? true
+              : tag === Tag.FALSE
+                ? false
+                : tag === Tag.NULL
+                  ? null
+                  : tag === Tag.VECTOR
+                    ? vector(vectors, values[base + k]!)
+                    : other[values[base + k]!];
       }
     };
   }
@@ -187,14 +197,23 @@ export class AgentHost {
 
 /** Source of the expression decoding value k of a row (generated code of rowWriter). */
 function valueSource(k: number): string {
-  return `(t = tags[base + ${k}]) === ${Tag.NUMBER} ? values[base + ${k}] : t === ${Tag.TRUE} ? true : t === ${Tag.FALSE} ? false : t === ${Tag.NULL} ? null : other[values[base + ${k}]]`;
+  return `(t = tags[base + ${k}]) === ${Tag.NUMBER} ? values[base + ${k}] : t === ${Tag.TRUE} ? true : t === ${Tag.FALSE} ? false : t === ${Tag.NULL} ? null : t === ${Tag.VECTOR} ? vector(vectors, values[base + ${k}]) : other[values[base + ${k}]]`;
+}
+
+/** A VECTOR value as a plain array (what the game sent). */
+function vector(vectors: Float64Array, at: number): number[] {
+  const n = vectors[at]!;
+  if (n === 2) return [vectors[at + 1]!, vectors[at + 2]!];
+  const out: number[] = [];
+  for (let k = 0; k < n; k++) out.push(vectors[at + 1 + k]!);
+  return out;
 }
 
 /** Writes positional rows into each agent's reused observation object and makes it the agent's `self`. */
 function applyRows(s: HostSession, rows: RowBatch): void {
   const write = s.writeRow;
   if (write === null) return; // the router never sends rows to a session without fields
-  const { count, width, slots, values, tags, other } = rows;
+  const { count, width, slots, values, tags, other, vectors } = rows;
   const agents = s.agents;
   const observations = s.observations;
   for (let i = 0; i < count; i++) {
@@ -204,7 +223,7 @@ function applyRows(s: HostSession, rows: RowBatch): void {
     let obs = observations[slot];
     // Created on first use and filled in `fields` order: every agent's object gets the same hidden class.
     if (obs === null || obs === undefined) obs = observations[slot] = {};
-    write(obs, values, tags, other, i * width);
+    write(obs, values, tags, other, vectors, i * width);
     agent.self = obs;
   }
   // The batch travels back to the router for reuse: emptied, its non-numeric values are not cloned back

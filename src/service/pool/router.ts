@@ -8,7 +8,7 @@ import { SessionShard } from './shard.js';
 import type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
-import { Msg } from '../../protocol/index.js';
+import { Msg, isPackedRows, type PackedRows } from '../../protocol/index.js';
 
 /** Where one agent lives. */
 interface Route {
@@ -262,14 +262,24 @@ export abstract class PoolRouter implements AgentPool {
 
   observe(
     session: string,
-    agents: ReadonlyArray<readonly unknown[]> | Readonly<Record<string, Record<string, unknown>>>,
+    agents: ReadonlyArray<readonly unknown[]> | Readonly<Record<string, Record<string, unknown>>> | PackedRows,
     full: boolean,
   ): { unknown: number } {
     const s = this.session(session);
     const shards = s.shards;
     if (full) for (let h = 0; h < shards.length; h++) shards[h]!.startFull();
     let unknown = 0;
-    if (Array.isArray(agents)) {
+    if (isPackedRows(agents)) {
+      if (s.fields === null || agents.width !== s.fields.length) {
+        throw new PoolUsageError('E_BAD_FIELD', 'agents: packed rows must have one value per declared field');
+      }
+      const ids = agents.ids;
+      for (let i = 0; i < agents.count; i++) {
+        const at = s.locate(ids[i]!);
+        if (at < 0) unknown++;
+        else shards[at >>> 24]!.pushPacked(at & 0xffffff, agents, i);
+      }
+    } else if (Array.isArray(agents)) {
       const rows = agents as ReadonlyArray<readonly unknown[]>;
       if (s.fields === null && rows.length > 0) throw new PoolUsageError('E_BAD_FIELD', 'agents: positional rows need `fields` declared in hello');
       for (let i = 0; i < rows.length; i++) {

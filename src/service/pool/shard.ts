@@ -3,7 +3,8 @@
 
 import type { AgentId } from '../../bt/index.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
-import { Tag, type ResultBatch, type RowBatch } from './wire.js';
+import type { PackedRows } from '../../protocol/index.js';
+import { MAX_VECTOR, Tag, type ResultBatch, type RowBatch } from './wire.js';
 
 /** The input of one tick for one host, taken out of a shard by `take()`. */
 export interface ShardInput {
@@ -94,13 +95,43 @@ export class SessionShard {
       } else if (v === true) tags[base + k] = Tag.TRUE;
       else if (v === false) tags[base + k] = Tag.FALSE;
       else if (v === null || v === undefined) tags[base + k] = Tag.NULL;
-      else {
+      else if (isVector(v)) {
+        values[base + k] = pushVector(b, v);
+        tags[base + k] = Tag.VECTOR;
+      } else {
         values[base + k] = b.other.length;
         b.other.push(v);
         tags[base + k] = Tag.OTHER;
       }
     }
     for (; k < width; k++) tags[base + k] = Tag.NULL;
+  }
+
+  /** Appends row `row` of packed rows (the protocol's fast path: tags and numbers copied as they are). */
+  pushPacked(slot: number, packed: PackedRows, row: number): void {
+    const b = this.rows ?? (this.rows = this.spareRows.pop() ?? newRowBatch(this.width, Math.max(MIN_ROWS, this.count)));
+    const i = b.count;
+    if (i === b.slots.length) growRows(b);
+    b.count = i + 1;
+    b.slots[i] = slot;
+    const width = this.width;
+    const base = i * width;
+    const from = row * width;
+    const { values, tags } = b;
+    const pTags = packed.tags;
+    const pValues = packed.values;
+    for (let k = 0; k < width; k++) {
+      const tag = pTags[from + k]!;
+      tags[base + k] = tag;
+      if (tag === Tag.NUMBER) values[base + k] = pValues[from + k]!;
+      else if (tag === Tag.VECTOR) {
+        const at = pValues[from + k]!;
+        values[base + k] = copyVector(b, packed.vectors, at, packed.vectors[at]!);
+      } else if (tag === Tag.OTHER) {
+        values[base + k] = b.other.length;
+        b.other.push(packed.other[pValues[from + k]!]);
+      }
+    }
   }
 
   /** Replaces the observation of the agent in `slot` with a whole object (map form: cloned, the slow path). */
@@ -112,10 +143,7 @@ export class SessionShard {
   startFull(): void {
     this.clear = true;
     this.objects = null;
-    if (this.rows !== null) {
-      this.rows.count = 0;
-      this.rows.other.length = 0;
-    }
+    if (this.rows !== null) emptyRows(this.rows);
   }
 
   pushResult(slot: number, seq: number, success: boolean): void {
@@ -160,8 +188,7 @@ export class SessionShard {
   recycle(rows: RowBatch | null, results: ResultBatch | null, columns: DecisionColumns | null = null): void {
     if (columns !== null) this.spareColumns = { actions: columns.actions, cancels: columns.cancels, done: columns.done };
     if (rows !== null && rows.width === this.width && this.spareRows.length < MAX_SPARES) {
-      rows.count = 0;
-      rows.other.length = 0;
+      emptyRows(rows);
       this.spareRows.push(rows);
     }
     if (results !== null && this.spareResults.length < MAX_SPARES) {
@@ -183,8 +210,56 @@ function newRowBatch(width: number, capacity: number): RowBatch {
     slots: new Int32Array(capacity),
     values: new Float64Array(capacity * width),
     tags: new Uint8Array(capacity * width),
+    vectors: new Float64Array(MIN_VECTORS),
+    vectorsLength: 0,
     other: [],
   };
+}
+
+const MIN_VECTORS = 256;
+
+function emptyRows(b: RowBatch): void {
+  b.count = 0;
+  b.vectorsLength = 0;
+  b.other.length = 0;
+}
+
+/** An array of at most MAX_VECTOR numbers: it travels in the batch's `vectors`, not through structured clone. */
+function isVector(v: unknown): v is readonly number[] {
+  if (!Array.isArray(v) || v.length > MAX_VECTOR) return false;
+  for (let k = 0; k < v.length; k++) if (typeof v[k] !== 'number') return false;
+  return true;
+}
+
+/** Room for `n` more numbers in the batch's vectors; returns the offset where they go. */
+function reserveVector(b: RowBatch, n: number): number {
+  const at = b.vectorsLength;
+  const end = at + n;
+  if (end > b.vectors.length) {
+    const grown = new Float64Array(Math.max(end, b.vectors.length * 2));
+    grown.set(b.vectors.subarray(0, at));
+    b.vectors = grown;
+  }
+  b.vectorsLength = end;
+  return at;
+}
+
+/** Appends a vector (its length, then its elements); returns its offset. */
+function pushVector(b: RowBatch, v: readonly number[]): number {
+  const at = reserveVector(b, 1 + v.length);
+  const vectors = b.vectors;
+  vectors[at] = v.length;
+  for (let k = 0; k < v.length; k++) vectors[at + 1 + k] = v[k]!;
+  return at;
+}
+
+/** Appends the vector of `n` numbers at `from` in `source` (length included); returns its offset. */
+function copyVector(b: RowBatch, source: Float64Array, from: number, n: number): number {
+  const at = reserveVector(b, 1 + n);
+  // A loop, not set(subarray()): no view allocated per vector.
+  const vectors = b.vectors;
+  for (let k = 0; k <= n; k++) vectors[at + k] = source[from + k]!;
+  return at;
 }
 
 function growRows(b: RowBatch): void {

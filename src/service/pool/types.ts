@@ -2,6 +2,7 @@
 // (one Decisions per session tick). Both pools, inline and worker threads, implement AgentPool.
 
 import type { AgentId, AgentInspection } from '../../bt/index.js';
+import type { PackedRows } from '../../protocol/index.js';
 
 /** One agent to create (the protocol's `spawn` entry). `bb` holds declared keys only. */
 export interface SpawnEntry {
@@ -112,7 +113,7 @@ export interface AgentPool {
    */
   observe(
     session: string,
-    agents: ReadonlyArray<readonly unknown[]> | Readonly<Record<string, Record<string, unknown>>>,
+    agents: ReadonlyArray<readonly unknown[]> | Readonly<Record<string, Record<string, unknown>>> | PackedRows,
     full: boolean,
   ): { unknown: number };
   /** Replaces the session's shared world state (sent to workers with the next tick). */

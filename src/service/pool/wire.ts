@@ -4,15 +4,8 @@
 import type { AgentId, AgentInspection } from '../../bt/index.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
 
-/** Type tag of one positional row value: the value itself lives in `values` (numbers) or `other`. */
-export const Tag = {
-  NUMBER: 0,
-  TRUE: 1,
-  FALSE: 2,
-  NULL: 3,
-  /** Strings, objects, arrays, bigints: `values[i]` is the index into `other`. */
-  OTHER: 4,
-} as const;
+/** Type tags of row values, shared with the protocol's packed rows (the fast path copies them as they are). */
+export { MAX_VECTOR, Tag } from '../../protocol/index.js';
 
 /**
  * Positional rows for one worker, column-major per row: row i's agent is `slots[i]`, its value k is
@@ -25,6 +18,9 @@ export interface RowBatch {
   slots: Int32Array;
   values: Float64Array;
   tags: Uint8Array;
+  /** VECTOR values, `vectorsLength` numbers used. */
+  vectors: Float64Array;
+  vectorsLength: number;
   other: unknown[];
 }
 
@@ -94,7 +90,9 @@ export type WorkerHello = { t: 'ready'; ok: true; trees: Record<string, string> 
  */
 export function transferList(rows: RowBatch | null, results: ResultBatch | null, columns: SpareColumns | null): ArrayBuffer[] {
   const list: ArrayBuffer[] = [];
-  if (rows !== null) list.push(rows.slots.buffer as ArrayBuffer, rows.values.buffer as ArrayBuffer, rows.tags.buffer as ArrayBuffer);
+  if (rows !== null) {
+    list.push(rows.slots.buffer as ArrayBuffer, rows.values.buffer as ArrayBuffer, rows.tags.buffer as ArrayBuffer, rows.vectors.buffer as ArrayBuffer);
+  }
   if (results !== null) list.push(results.data.buffer as ArrayBuffer);
   if (columns !== null) list.push(columns.actions.buffer as ArrayBuffer, columns.cancels.buffer as ArrayBuffer, columns.done.buffer as ArrayBuffer);
   return list;

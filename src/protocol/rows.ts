@@ -1,0 +1,431 @@
+// The fast path for the protocol's hottest frame: a `snapshot` whose `agents` are positional rows.
+// The rows are read straight from the bytes into typed columns (no checkFrame pass, no array per row,
+// no msgpackr), which the agent pool copies into its per-worker batches. Anything unusual makes the
+// fast path step aside, and the frame is decoded and validated the ordinary way: so it never accepts
+// what the ordinary path refuses, and never reports an error of its own.
+
+import type { AgentId } from './messages.js';
+import { decode } from './codec.js';
+import { LIMITS } from './limits.js';
+
+/** Type tag of one row value: the value itself lives in `values` (numbers), `vectors` or `other`. */
+export const Tag = {
+  NUMBER: 0,
+  TRUE: 1,
+  FALSE: 2,
+  NULL: 3,
+  /** Strings, objects, other arrays, bigints: `values[i]` is the index into `other`. */
+  OTHER: 4,
+  /**
+   * A short array of numbers (a position `[x, y]`): `values[i]` is its offset in `vectors`, which holds
+   * its length, then its elements.
+   */
+  VECTOR: 5,
+} as const;
+
+/** Longest array of numbers kept as a VECTOR (a MessagePack fixarray); longer ones are OTHER values. */
+export const MAX_VECTOR = 15;
+
+/**
+ * Positional rows in columns: row i is agent `ids[i]`; its value k is `tags[i * width + k]` with
+ * `values[i * width + k]` (a number, a `vectors` offset, an `other` index).
+ */
+export interface PackedRows {
+  readonly kind: 'packed';
+  readonly count: number;
+  /** Values per row: the session's field count. */
+  readonly width: number;
+  readonly ids: readonly AgentId[];
+  readonly tags: Uint8Array;
+  readonly values: Float64Array;
+  readonly vectors: Float64Array;
+  readonly other: readonly unknown[];
+}
+
+export function isPackedRows(value: unknown): value is PackedRows {
+  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'packed';
+}
+
+/** The rows as `[id, ...values]` arrays, as the ordinary path decodes them. */
+export function unpackRows(rows: PackedRows): unknown[][] {
+  const out: unknown[][] = [];
+  for (let i = 0; i < rows.count; i++) {
+    const row: unknown[] = [rows.ids[i]];
+    for (let k = 0; k < rows.width; k++) row.push(rowValue(rows, i * rows.width + k));
+    out.push(row);
+  }
+  return out;
+}
+
+/** Value `at` (= row * width + field) of packed rows. */
+export function rowValue(rows: PackedRows, at: number): unknown {
+  switch (rows.tags[at]) {
+    case Tag.NUMBER:
+      return rows.values[at];
+    case Tag.TRUE:
+      return true;
+    case Tag.FALSE:
+      return false;
+    case Tag.NULL:
+      return null;
+    case Tag.VECTOR: {
+      const start = rows.values[at]!;
+      return Array.from(rows.vectors.subarray(start + 1, start + 1 + rows.vectors[start]!));
+    }
+    default:
+      return rows.other[rows.values[at]!];
+  }
+}
+
+/** A snapshot frame read by the fast path: its other fields decoded (still to validate), its rows packed. */
+export interface FastSnapshot {
+  readonly fields: Record<string, unknown>;
+  readonly rows: PackedRows;
+}
+
+/** Longest string (id or value) the fast path reads itself; longer ones go the ordinary way. */
+const MAX_FAST_STRING = 255;
+
+// The reader's state: the frame, a DataView over it, the position. One frame at a time, synchronously.
+let src: Uint8Array = new Uint8Array(0);
+let view = new DataView(src.buffer);
+let pos = 0;
+let end = 0;
+
+/**
+ * Reads a frame that is a map holding `agents` as rows of exactly `width` values after the id, ids
+ * integers or ASCII strings, values nil, booleans, numbers, short ASCII strings or arrays of at most
+ * MAX_VECTOR numbers. Returns undefined for anything else (the caller decodes the ordinary way).
+ */
+export function readSnapshotRows(bytes: Uint8Array, width: number): FastSnapshot | undefined {
+  src = bytes;
+  view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  pos = 0;
+  end = bytes.length;
+  try {
+    return readFrame(width);
+  } catch {
+    // A small field the ordinary decoder refused: it will say why.
+    return undefined;
+  } finally {
+    src = EMPTY;
+    view = EMPTY_VIEW;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+const EMPTY_VIEW = new DataView(EMPTY.buffer);
+
+function readFrame(width: number): FastSnapshot | undefined {
+  if (end === 0) return undefined;
+  const b = src[pos++]!;
+  let entries: number;
+  if (b >= 0x80 && b <= 0x8f) entries = b & 0x0f;
+  else if (b === 0xde && end >= 3) {
+    entries = (src[1]! << 8) | src[2]!;
+    pos = 3;
+  } else return undefined;
+  const fields: Record<string, unknown> = {};
+  let rows: PackedRows | undefined;
+  for (let e = 0; e < entries; e++) {
+    const key = readShortString();
+    if (key === undefined || key === '__proto__') return undefined;
+    if (key === 'agents') {
+      if (rows !== undefined) return undefined;
+      rows = readRows(width);
+      if (rows === undefined) return undefined;
+      continue;
+    }
+    const start = pos;
+    if (!skipValue(0)) return undefined;
+    // Small fields (t, tick, time, results, world...): the ordinary decoder, checks included.
+    fields[key] = decode(src.subarray(start, pos));
+  }
+  if (pos !== end || rows === undefined || fields['t'] !== 'snapshot') return undefined;
+  return { fields, rows };
+}
+
+function readRows(width: number): PackedRows | undefined {
+  if (pos >= end) return undefined;
+  const b = src[pos++]!;
+  let count: number;
+  if (b >= 0x90 && b <= 0x9f) count = b & 0x0f;
+  else if (b === 0xdc && pos + 2 <= end) {
+    count = view.getUint16(pos);
+    pos += 2;
+  } else if (b === 0xdd && pos + 4 <= end) {
+    count = view.getUint32(pos);
+    pos += 4;
+  } else return undefined;
+  // Every row takes at least one byte per value; the ordinary path reports lists above the limit.
+  if (count > LIMITS.maxListLength || count * (width + 1) > end - pos) return undefined;
+  const header = 0x90 + width + 1;
+  if (width + 1 > 15) return undefined;
+  const ids: AgentId[] = [];
+  const tags = new Uint8Array(count * width);
+  const values = new Float64Array(count * width);
+  let vectors = new Float64Array(64);
+  let vectorsLength = 0;
+  const other: unknown[] = [];
+  // Locals in the loop (module-level bindings cost a context load each); `pos` is synced around calls.
+  const bytes = src;
+  const dv = view;
+  const last = end;
+  let p = pos;
+  for (let i = 0; i < count; i++) {
+    if (p >= last || bytes[p] !== header) return undefined;
+    p++;
+    // The id: a positive fixint inline, anything else through readId.
+    const first = bytes[p]!;
+    if (first <= 0x7f) {
+      ids.push(first);
+      p++;
+    } else {
+      pos = p;
+      const id = readId();
+      if (id === undefined) return undefined;
+      ids.push(id);
+      p = pos;
+    }
+    const base = i * width;
+    for (let k = 0; k < width; k++) {
+      if (p >= last) return undefined;
+      const v = bytes[p]!;
+      if (v === 0xcb) {
+        if (p + 9 > last) return undefined;
+        values[base + k] = dv.getFloat64(p + 1);
+        tags[base + k] = Tag.NUMBER;
+        p += 9;
+      } else if (v <= 0x7f) {
+        values[base + k] = v;
+        tags[base + k] = Tag.NUMBER;
+        p++;
+      } else if (v === 0xc0) {
+        tags[base + k] = Tag.NULL;
+        p++;
+      } else if (v === 0xc3) {
+        tags[base + k] = Tag.TRUE;
+        p++;
+      } else if (v === 0xc2) {
+        tags[base + k] = Tag.FALSE;
+        p++;
+      } else if (v >= 0x90 && v <= 0x9f) {
+        const n = v & 0x0f;
+        if (n > MAX_VECTOR) return undefined;
+        p++;
+        if (vectorsLength + 1 + n > vectors.length) {
+          const grown = new Float64Array(Math.max(vectors.length * 2, vectorsLength + 1 + n));
+          grown.set(vectors.subarray(0, vectorsLength));
+          vectors = grown;
+        }
+        const at = vectorsLength;
+        vectors[at] = n;
+        for (let j = 1; j <= n; j++) {
+          if (p + 9 <= last && bytes[p] === 0xcb) {
+            vectors[at + j] = dv.getFloat64(p + 1);
+            p += 9;
+            continue;
+          }
+          pos = p;
+          const x = readNumber();
+          if (x !== x && !lastWasNaN) return undefined;
+          vectors[at + j] = x;
+          p = pos;
+        }
+        vectorsLength += 1 + n;
+        values[base + k] = at;
+        tags[base + k] = Tag.VECTOR;
+      } else if ((v >= 0xa0 && v <= 0xbf) || v === 0xd9) {
+        pos = p;
+        const str = readShortString();
+        if (str === undefined) return undefined;
+        p = pos;
+        values[base + k] = other.length;
+        other.push(str);
+        tags[base + k] = Tag.OTHER;
+      } else {
+        pos = p;
+        const x = readNumber();
+        if (x !== x && !lastWasNaN) return undefined;
+        p = pos;
+        values[base + k] = x;
+        tags[base + k] = Tag.NUMBER;
+      }
+    }
+  }
+  pos = p;
+  return { kind: 'packed', count, width, ids, tags, values, vectors: vectors.subarray(0, vectorsLength), other };
+}
+
+/** True when the last readNumber() read a NaN from the frame (rather than giving up). */
+let lastWasNaN = false;
+
+/** A number of any MessagePack numeric form, read as msgpackr reads it; NaN (lastWasNaN false) to give up. */
+function readNumber(): number {
+  lastWasNaN = false;
+  if (pos >= end) return NaN;
+  const b = src[pos++]!;
+  if (b <= 0x7f) return b;
+  if (b >= 0xe0) return b - 0x100;
+  let x: number;
+  switch (b) {
+    case 0xcb:
+      if (pos + 8 > end) return NaN;
+      x = view.getFloat64(pos);
+      pos += 8;
+      break;
+    case 0xca:
+      if (pos + 4 > end) return NaN;
+      x = view.getFloat32(pos);
+      pos += 4;
+      break;
+    case 0xcc:
+      if (pos + 1 > end) return NaN;
+      return src[pos++]!;
+    case 0xcd:
+      if (pos + 2 > end) return NaN;
+      x = view.getUint16(pos);
+      pos += 2;
+      return x;
+    case 0xce:
+      if (pos + 4 > end) return NaN;
+      x = view.getUint32(pos);
+      pos += 4;
+      return x;
+    case 0xd0:
+      if (pos + 1 > end) return NaN;
+      return view.getInt8(pos++);
+    case 0xd1:
+      if (pos + 2 > end) return NaN;
+      x = view.getInt16(pos);
+      pos += 2;
+      return x;
+    case 0xd2:
+      if (pos + 4 > end) return NaN;
+      x = view.getInt32(pos);
+      pos += 4;
+      return x;
+    case 0xcf:
+      // As msgpackr with int64AsType 'number' (codec.ts): high word × 2^32 + low word.
+      if (pos + 8 > end) return NaN;
+      x = view.getUint32(pos) * 0x100000000 + view.getUint32(pos + 4);
+      pos += 8;
+      return x;
+    case 0xd3:
+      if (pos + 8 > end) return NaN;
+      x = view.getInt32(pos) * 0x100000000 + view.getUint32(pos + 4);
+      pos += 8;
+      return x;
+    default:
+      pos--;
+      return NaN;
+  }
+  if (x !== x) lastWasNaN = true;
+  return x;
+}
+
+/** An agent id: an integer (safe) or a string of 1–128 ASCII characters; undefined to give up. */
+function readId(): AgentId | undefined {
+  if (pos >= end) return undefined;
+  const b = src[pos]!;
+  if ((b >= 0xa0 && b <= 0xbf) || b === 0xd9) {
+    const s = readShortString();
+    return s !== undefined && s.length >= 1 && s.length <= LIMITS.maxAgentIdLength ? s : undefined;
+  }
+  const x = readNumber();
+  return Number.isSafeInteger(x) ? x : undefined;
+}
+
+/** A fixstr or str8 of ASCII characters; undefined (position unspecified) to give up. */
+function readShortString(): string | undefined {
+  if (pos >= end) return undefined;
+  const b = src[pos++]!;
+  let n: number;
+  if (b >= 0xa0 && b <= 0xbf) n = b & 0x1f;
+  else if (b === 0xd9 && pos < end) n = src[pos++]!;
+  else return undefined;
+  if (n > MAX_FAST_STRING || pos + n > end) return undefined;
+  let s = '';
+  for (let i = pos; i < pos + n; i++) {
+    const c = src[i]!;
+    if (c >= 0x80) return undefined;
+    s += String.fromCharCode(c);
+  }
+  pos += n;
+  return s;
+}
+
+/** Skips one value (bounds only: the ordinary decoder checks it next); false to give up. */
+function skipValue(depth: number): boolean {
+  if (pos >= end || depth > LIMITS.maxDepth) return false;
+  const b = src[pos++]!;
+  if (b <= 0x7f || b >= 0xe0 || b === 0xc0 || b === 0xc2 || b === 0xc3) return true;
+  let count = -1;
+  let bytes = -1;
+  if (b >= 0xa0 && b <= 0xbf) bytes = b & 0x1f;
+  else if (b >= 0x90 && b <= 0x9f) count = b & 0x0f;
+  else if (b >= 0x80 && b <= 0x8f) count = (b & 0x0f) * 2;
+  else {
+    switch (b) {
+      case 0xcc:
+      case 0xd0:
+        bytes = 1;
+        break;
+      case 0xcd:
+      case 0xd1:
+        bytes = 2;
+        break;
+      case 0xce:
+      case 0xd2:
+      case 0xca:
+        bytes = 4;
+        break;
+      case 0xcf:
+      case 0xd3:
+      case 0xcb:
+        bytes = 8;
+        break;
+      case 0xd9:
+      case 0xc4:
+        if (pos + 1 > end) return false;
+        bytes = src[pos]!;
+        pos += 1;
+        break;
+      case 0xda:
+      case 0xc5:
+        if (pos + 2 > end) return false;
+        bytes = view.getUint16(pos);
+        pos += 2;
+        break;
+      case 0xdb:
+      case 0xc6:
+        if (pos + 4 > end) return false;
+        bytes = view.getUint32(pos);
+        pos += 4;
+        break;
+      case 0xdc:
+      case 0xde:
+        if (pos + 2 > end) return false;
+        count = view.getUint16(pos) * (b === 0xde ? 2 : 1);
+        pos += 2;
+        break;
+      case 0xdd:
+      case 0xdf:
+        if (pos + 4 > end) return false;
+        count = view.getUint32(pos) * (b === 0xdf ? 2 : 1);
+        pos += 4;
+        break;
+      default:
+        // Extensions, the reserved byte: the ordinary path says what is wrong.
+        return false;
+    }
+  }
+  if (bytes >= 0) {
+    if (pos + bytes > end) return false;
+    pos += bytes;
+    return true;
+  }
+  if (count > end - pos) return false;
+  for (let i = 0; i < count; i++) if (!skipValue(depth + 1)) return false;
+  return true;
+}

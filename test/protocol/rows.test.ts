@@ -1,0 +1,187 @@
+// The snapshot fast path (src/protocol/rows.ts): rows read straight into columns must give exactly what
+// the ordinary decode + validate gives, for any frame, and it must actually take the frames a game
+// server sends (otherwise it is only dead weight).
+
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { LIMITS, encode, isPackedRows, parseClientFrame, readSnapshotRows, unpackRows, type ParseResult } from '../../src/protocol/index.js';
+import { RowWriter } from '../../src/client/index.js';
+
+const MAX = LIMITS.defaultMaxFrameBytes;
+
+/** Adds a row to a RowWriter batch. */
+function add(w: RowWriter, id: number | string, ...values: unknown[]): void {
+  const row = w.row(id);
+  values.forEach((v, k) => (row[k + 1] = v));
+}
+
+/** Both paths on the same bytes; the fast one's packed rows turned back into arrays. */
+function bothPaths(bytes: Uint8Array, fieldCount: number, mode: 'fixed' | 'lockstep' = 'lockstep'): { fast: ParseResult; slow: ParseResult; packed: boolean } {
+  const slow = parseClientFrame(bytes, MAX, { fieldCount, mode });
+  const fast = parseClientFrame(bytes, MAX, { fieldCount, mode, packRows: true });
+  const agents = fast.ok ? (fast.msg as { agents?: unknown }).agents : undefined;
+  if (fast.ok && isPackedRows(agents)) {
+    return { fast: { ...fast, msg: { ...fast.msg, agents: unpackRows(agents) } } as unknown as ParseResult, slow, packed: true };
+  }
+  return { fast, slow, packed: false };
+}
+
+describe('snapshot rows fast path', () => {
+  test('takes the frames the client SDK sends, and reads them exactly', () => {
+    const rows = new RowWriter(['hp', 'enemyVisible', 'enemyDist', 'enemyPos', 'state']);
+    add(rows, 1, 80, true, 3.25, [1.5, -2], 'patrol');
+    add(rows, 'orc-7', 12, false, null, null, '');
+    add(rows, 2 ** 31, -5, true, 0, [], 'x');
+    add(rows, -3, 1e300, false, -0, [0.1, 0.2, 0.3], 'chase');
+    const bytes = encode({ t: 'snapshot', tick: 9, time: 0.45, agents: rows.rows(), results: [[1, 2, 'success']], id: 4 });
+    const { fast, slow, packed } = bothPaths(bytes, 5);
+    expect(packed).toBe(true);
+    expect(fast).toEqual(slow);
+    expect(slow.ok && slow.msg).toMatchObject({ t: 'snapshot', tick: 9, id: 4, results: [[1, 2, 'success']] });
+  });
+
+  test('every MessagePack number form reads as msgpackr reads it (float32, int64, uint64, all widths)', () => {
+    const f32 = Buffer.alloc(4);
+    f32.writeFloatBE(0.1);
+    const u64 = Buffer.from([0xcf, 0, 0, 0x01, 0, 0, 0, 0, 0x05]);
+    const i64 = Buffer.from([0xd3, 0xff, 0xff, 0xff, 0xfe, 0, 0, 0, 0x01]);
+    const values = [
+      Buffer.concat([Buffer.from([0xca]), f32]),
+      u64,
+      i64,
+      Buffer.from([0xcc, 0xff]),
+      Buffer.from([0xcd, 0xff, 0xfe]),
+      Buffer.from([0xce, 0xff, 0xff, 0xff, 0xfe]),
+      Buffer.from([0xd0, 0x80]),
+      Buffer.from([0xd1, 0x80, 0x01]),
+      Buffer.from([0xd2, 0x80, 0, 0, 1]),
+      Buffer.from([0xe0]),
+      Buffer.from([0xcb, 0x7f, 0xf8, 0, 0, 0, 0, 0, 0]), // NaN
+    ];
+    const head = encode({ t: 'snapshot', tick: 1, time: 0 });
+    // {t, tick, time, agents: [[7, ...values], [u64 as id, ...values]]}: map header + 1 entry, then the rows.
+    const row = (id: Buffer): Buffer => Buffer.concat([Buffer.from([0x90 + values.length + 1]), id, ...values]);
+    const frame = Buffer.concat([Buffer.from([head[0]! + 1]), head.subarray(1), encode('agents'), Buffer.from([0x92]), row(Buffer.from([7])), row(u64)]);
+    const { fast, slow, packed } = bothPaths(frame, values.length);
+    expect(packed).toBe(true);
+    expect(fast).toEqual(slow);
+    expect(slow.ok).toBe(true);
+  });
+
+  test('steps aside for what it does not read itself; the ordinary path answers', () => {
+    const cases: Array<[string, unknown, number]> = [
+      ['a row too short', [[1, 2]], 2],
+      ['a map value', [[1, { x: 1 }]], 1],
+      ['a unicode string', [[1, 'ünï']], 1],
+      ['a long array', [[1, Array.from({ length: 20 }, (_, k) => k)]], 1],
+      ['an empty id', [['', 1]], 1],
+      ['an unsafe integer id', [[2 ** 60, 1]], 1],
+      ['a fractional id', [[1.5, 1]], 1],
+      ['rows that are maps', [{ id: 1 }], 1],
+    ];
+    for (const [what, agents, width] of cases) {
+      const bytes = encode({ t: 'snapshot', tick: 1, time: 0, agents });
+      expect({ what, read: readSnapshotRows(bytes, width) }).toEqual({ what, read: undefined });
+      const { fast, slow } = bothPaths(bytes, width);
+      expect({ what, fast }).toEqual({ what, fast: slow });
+    }
+    // Not a snapshot, or a snapshot with a bad field: the ordinary path, same errors.
+    for (const msg of [
+      { t: 'spawn', agents: [[1, 2]] },
+      { t: 'snapshot', tick: 'soon', agents: [[1, 2]] },
+      { t: 'snapshot', tick: 1, agents: [[1, 2]] },
+    ]) {
+      const { fast, slow, packed } = bothPaths(encode(msg), 1);
+      expect({ msg, packed }).toEqual({ msg, packed: false });
+      expect(fast).toEqual(slow);
+    }
+  });
+
+  const id = fc.oneof(
+    fc.integer({ min: -1000, max: 100_000 }),
+    fc.constantFrom(2 ** 32, -(2 ** 31) - 1, 2 ** 53 - 1, 2 ** 53, 2 ** 60, 0.5),
+    fc.string({ maxLength: 130 }),
+    fc.string({ unit: 'binary', maxLength: 8 }),
+  );
+  const number = fc.oneof(fc.integer(), fc.double(), fc.integer({ min: -(2 ** 40), max: 2 ** 40 }), fc.constantFrom(-0, NaN, Infinity, 2 ** 63));
+  const value = fc.oneof(
+    { weight: 4, arbitrary: number },
+    fc.boolean(),
+    fc.constant(null),
+    fc.string({ maxLength: 300 }),
+    fc.array(number, { maxLength: 20 }),
+    fc.array(fc.oneof(number, fc.string()), { maxLength: 3 }),
+    fc.dictionary(fc.string({ maxLength: 4 }), number, { maxKeys: 2 }),
+  );
+
+  const simpleId = fc.oneof(fc.integer({ min: -1000, max: 100_000 }), fc.stringMatching(/^[a-z0-9-]{1,12}$/));
+  const simpleValue = fc.oneof(number, fc.boolean(), fc.constant(null), fc.stringMatching(/^[a-z]{0,8}$/), fc.array(number, { maxLength: 4 }));
+  const goodFields = fc.record(
+    {
+      t: fc.constant('snapshot'),
+      tick: fc.nat(),
+      time: fc.double({ min: 0, max: 1e6, noNaN: true }),
+      id: fc.nat(),
+      full: fc.boolean(),
+      results: fc.array(fc.tuple(simpleId, fc.nat(), fc.constantFrom('success', 'failure', 'maybe')), { maxLength: 3 }),
+    },
+    { requiredKeys: ['t', 'tick', 'time'] },
+  );
+
+  test('property: for any snapshot-like frame, both paths give the same result', () => {
+    let packedRuns = 0;
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 16 }),
+        fc.oneof(
+          fc.array(fc.tuple(id, fc.array(value, { maxLength: 17 })), { maxLength: 12 }),
+          fc.array(fc.tuple(simpleId, fc.array(simpleValue, { maxLength: 17 })), { maxLength: 12 }),
+        ),
+        fc.oneof(
+          goodFields,
+          fc.record(
+          {
+            t: fc.constantFrom('snapshot', 'snapshot', 'snapshot', 'result', 'nope'),
+            tick: fc.oneof(fc.nat(), fc.constant(-1), fc.string({ maxLength: 2 })),
+            time: fc.oneof(fc.double({ min: 0, max: 1e6, noNaN: true }), fc.constant(null)),
+            id: fc.nat(),
+            full: fc.boolean(),
+            results: fc.array(fc.tuple(id, fc.nat(), fc.constantFrom('success', 'failure', 'maybe')), { maxLength: 3 }),
+            world: fc.dictionary(fc.string({ maxLength: 4 }), value, { maxKeys: 3 }),
+          },
+            { requiredKeys: ['t'] },
+          ),
+        ),
+        fc.boolean(),
+        fc.boolean(),
+        (width, rawRows, fields, exactWidth, agentsFirst) => {
+          const agents = rawRows.map(([rid, vals]) => [rid, ...(exactWidth ? Array.from({ length: width }, (_, k) => vals[k] ?? null) : vals)]);
+          const msg = agentsFirst ? { agents, ...fields } : { ...fields, agents };
+          const { fast, slow, packed } = bothPaths(encode(msg), width, 'lockstep');
+          expect(fast).toEqual(slow);
+          if (packed) packedRuns++;
+        },
+      ),
+      { numRuns: 400 },
+    );
+    // The comparison means something only if the fast path took a fair share of the frames.
+    expect(packedRuns).toBeGreaterThan(20);
+  });
+
+  test('property: truncated or corrupted frames give the same result on both paths, and never throw', () => {
+    const rows = new RowWriter(['a', 'b', 'c']);
+    for (let i = 0; i < 20; i++) add(rows, i, i * 1.5, i % 2 === 0, [i, -i]);
+    const bytes = encode({ t: 'snapshot', tick: 3, time: 1, agents: rows.rows() });
+    fc.assert(
+      fc.property(fc.nat({ max: bytes.length }), fc.nat({ max: bytes.length - 1 }), fc.integer({ min: 0, max: 255 }), (cut, at, byte) => {
+        const corrupted = Buffer.from(bytes);
+        corrupted[at] = byte;
+        for (const frame of [bytes.subarray(0, cut), corrupted]) {
+          const { fast, slow } = bothPaths(frame, 3);
+          expect(fast).toEqual(slow);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
