@@ -57,6 +57,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       trees: config.trees,
       workers: config.workers,
       logger,
+      library,
       ...(config.plugins !== null ? { plugins: config.plugins } : {}),
     });
   } catch (err) {

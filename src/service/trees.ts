@@ -1,63 +1,27 @@
 // The loaded trees as the service shows them (GET /v1/trees, GET /v1/trees/:name), validation of a
 // tree before it is deployed (POST /v1/trees/validate), and loading the tree folder at start-up.
 
-import { readdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { FastifyPluginAsync } from 'fastify';
-import { NodeCatalog, registerPlugin, type CanopyPlugin } from '../bt/index.js';
-import { TreeLibrary, formatErrors, parseTreeText } from '../bt/library.js';
+import { type TreeLibrary, parseTreeText } from '../bt/library.js';
 import { validateTree, type ValidationError } from '../bt/validate.js';
 import { ErrorCode, Msg } from '../protocol/index.js';
 import { bodyMap, HttpError, respond } from './http.js';
+import { loadTrees } from './pool/load.js';
 
 /** Start-up cannot go on: the message lists every problem, one per line. Exit code 1. */
 export class StartupError extends Error {
   override readonly name = 'StartupError';
 }
 
-/** Plugin modules are plain JavaScript (the same rule as the pool's loader). */
-const PLUGIN_FILE = /\.(?:js|mjs|cjs)$/;
-
 /**
  * Registers the plugins of `plugins` (if any) in a fresh catalog and loads the tree folder with it:
- * the library the HTTP routes show and validate against.
+ * the library the HTTP routes show and validate against, and the agent pool's main thread uses.
  * @throws {StartupError} listing every invalid tree (formatErrors), or why a plugin or the folder failed.
  */
 export async function loadLibrary(trees: string, plugins: string | null): Promise<TreeLibrary> {
-  const catalog = new NodeCatalog();
-  if (plugins !== null) {
-    let files: string[];
-    try {
-      files = (await readdir(plugins)).filter((f) => PLUGIN_FILE.test(f)).toSorted();
-    } catch (err) {
-      throw new StartupError(`CANOPY_PLUGINS: cannot read folder ${plugins}: ${String((err as Error).message)}`);
-    }
-    for (const file of files) {
-      let plugin: CanopyPlugin | undefined;
-      try {
-        plugin = ((await import(pathToFileURL(join(resolve(plugins), file)).href)) as { default?: CanopyPlugin }).default;
-      } catch (err) {
-        throw new StartupError(`${join(plugins, file)}: the plugin failed to load: ${err instanceof Error ? err.message : String(err)}`);
-      }
-      if (plugin === undefined || plugin === null || typeof plugin !== 'object' || typeof plugin.name !== 'string') {
-        throw new StartupError(`${join(plugins, file)}: must default-export a plugin (an object with a 'name'; see definePlugin)`);
-      }
-      try {
-        registerPlugin(catalog, plugin);
-      } catch (err) {
-        throw new StartupError(`${join(plugins, file)}: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    }
-  }
-  let result;
-  try {
-    result = await TreeLibrary.loadFolder(trees, { catalog });
-  } catch (err) {
-    throw new StartupError(`CANOPY_TREES: cannot read folder ${trees}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  if (!result.ok) throw new StartupError(formatErrors(result.errors));
-  return result.library;
+  const loaded = await loadTrees(trees, plugins ?? undefined);
+  if (!loaded.ok) throw new StartupError(loaded.error);
+  return loaded.library;
 }
 
 /** One validation error as the HTTP API shows it. */

@@ -22,10 +22,14 @@ export async function createAgentPool(opts: PoolOptions): Promise<AgentPool> {
   if (!Number.isInteger(opts.workers) || opts.workers < 0 || opts.workers > MAX_HOSTS) {
     throw new RangeError(`workers: expected an integer from 0 to ${MAX_HOSTS}, got ${opts.workers}`);
   }
-  const loaded = await loadTrees(opts.trees, opts.plugins);
-  if (!loaded.ok) throw new Error(loaded.error);
-  if (opts.workers === 0) return new InlinePool(loaded.library, opts.logger);
-  return new WorkerPool(opts, loaded.library, opts.logger);
+  let library = opts.library;
+  if (library === undefined) {
+    const loaded = await loadTrees(opts.trees, opts.plugins);
+    if (!loaded.ok) throw new Error(loaded.error);
+    library = loaded.library;
+  }
+  if (opts.workers === 0) return new InlinePool(library, opts.logger);
+  return new WorkerPool(opts, library, opts.logger);
 }
 
 /**

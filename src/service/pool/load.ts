@@ -25,7 +25,7 @@ export async function loadTrees(trees: string, plugins: string | undefined): Pro
     if (r.ok) return { ok: true, library: r.library };
     return { ok: false, error: formatErrors(r.errors) };
   } catch (err) {
-    return { ok: false, error: `trees: ${describe(err)}` };
+    return { ok: false, error: `trees: cannot read folder ${trees}: ${describe(err)}` };
   }
 }
 

@@ -76,15 +76,11 @@ export class SessionShard {
 
   /** Appends one positional row `[id, v1, v2, ...]` for the agent in `slot`; missing values read null. */
   pushRow(slot: number, row: readonly unknown[]): void {
-    const b = this.rows ?? (this.rows = this.spareRows.pop() ?? newRowBatch(this.width, Math.max(MIN_ROWS, this.count)));
-    const i = b.count;
-    if (i === b.slots.length) growRows(b);
-    b.count = i + 1;
-    b.slots[i] = slot;
+    const b = this.startRow(slot);
     const width = this.width;
     const values = b.values;
     const tags = b.tags;
-    const base = i * width;
+    const base = (b.count - 1) * width;
     const n = row.length - 1 < width ? row.length - 1 : width;
     let k = 0;
     for (; k < n; k++) {
@@ -109,13 +105,9 @@ export class SessionShard {
 
   /** Appends row `row` of packed rows (the protocol's fast path: tags and numbers copied as they are). */
   pushPacked(slot: number, packed: PackedRows, row: number): void {
-    const b = this.rows ?? (this.rows = this.spareRows.pop() ?? newRowBatch(this.width, Math.max(MIN_ROWS, this.count)));
-    const i = b.count;
-    if (i === b.slots.length) growRows(b);
-    b.count = i + 1;
-    b.slots[i] = slot;
+    const b = this.startRow(slot);
     const width = this.width;
-    const base = i * width;
+    const base = (b.count - 1) * width;
     const from = row * width;
     const { values, tags } = b;
     const pTags = packed.tags;
@@ -132,6 +124,16 @@ export class SessionShard {
         b.other.push(packed.other[pValues[from + k]!]);
       }
     }
+  }
+
+  /** Adds a row for `slot` to this tick's batch (its values still to write, at index `count - 1`). */
+  private startRow(slot: number): RowBatch {
+    const b = this.rows ?? (this.rows = this.spareRows.pop() ?? newRowBatch(this.width, Math.max(MIN_ROWS, this.count)));
+    const i = b.count;
+    if (i === b.slots.length) growRows(b);
+    b.count = i + 1;
+    b.slots[i] = slot;
+    return b;
   }
 
   /** Replaces the observation of the agent in `slot` with a whole object (map form: cloned, the slow path). */

@@ -3,6 +3,7 @@
 
 import type { AgentId, AgentInspection } from '../../bt/index.js';
 import type { PackedRows } from '../../protocol/index.js';
+import type { TreeLibrary } from '../../bt/library.js';
 
 /** One agent to create (the protocol's `spawn` entry). `bb` holds declared keys only. */
 export interface SpawnEntry {
@@ -51,6 +52,8 @@ export interface PoolOptions {
   workers: number;
   /** Where crashes and respawns are reported. Default: nothing is logged. */
   logger?: PoolLogger;
+  /** The same folders already loaded on this thread (the service's own library): not loaded again. */
+  library?: TreeLibrary;
 }
 
 /** One agent as the routing table knows it (no worker round trip). */
