@@ -20,6 +20,8 @@ export interface Tuning {
   readonly abuseWindowMs: number;
   /** `goodbye.retryAfterMs` at shutdown. */
   readonly retryAfterMs: number;
+  /** A worker thread that leaves a tick unanswered this long is stuck and replaced (0: never). */
+  readonly workerStallMs: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -29,6 +31,7 @@ export const DEFAULT_TUNING: Tuning = {
   abuseLimit: 50,
   abuseWindowMs: 10_000,
   retryAfterMs: 1000,
+  workerStallMs: 10_000,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

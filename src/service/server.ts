@@ -58,6 +58,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       workers: config.workers,
       logger,
       library,
+      stallMs: tuning.workerStallMs,
       ...(config.plugins !== null ? { plugins: config.plugins } : {}),
     });
   } catch (err) {

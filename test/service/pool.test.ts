@@ -50,9 +50,21 @@ const PLUGIN = `export default {
         return true;
       },
     },
+    hangs: {
+      description: 'Never returns when self.hang is true (a plugin bug the stall watchdog must survive).',
+      test(ctx) {
+        if (ctx.self !== null && ctx.self.hang === true) for (;;);
+        return true;
+      },
+    },
   },
 };
 `;
+
+/** sticky: the plugin condition `hangs` loops forever when `self.hang` is true; otherwise `ok` every tick. */
+const STICKY = {
+  root: { type: 'sequence', children: [{ type: 'hangs' }, { type: 'action', action: 'ok', instant: true }] },
+};
 
 let dir: string;
 let trees: string;
@@ -66,6 +78,7 @@ beforeAll(() => {
   mkdirSync(plugins);
   writeFileSync(join(trees, 'guard.json'), JSON.stringify(GUARD));
   writeFileSync(join(trees, 'volatile.json'), JSON.stringify(VOLATILE));
+  writeFileSync(join(trees, 'sticky.json'), JSON.stringify(STICKY));
   writeFileSync(join(plugins, 'explodes.mjs'), PLUGIN);
 });
 
@@ -428,6 +441,27 @@ describe.each([
 });
 
 describe('createAgentPool', () => {
+  it('replaces a stalled worker (a plugin in an endless loop): the tick rejects, its agents are reported lost, the rest goes on', async () => {
+    const p = await createAgentPool({ trees, plugins, workers: 2, stallMs: 300 });
+    try {
+      await p.ready();
+      p.createSession('s', { fields: null, maxAgents: 100 });
+      p.spawn('s', Array.from({ length: 4 }, (_, i) => ({ id: i, tree: 'sticky' })));
+      const lost = p.listAgents('s').filter((a) => a.worker === 1).map((a) => a.id as number);
+      const fine = p.listAgents('s').filter((a) => a.worker === 0).map((a) => a.id as number);
+      const stuck = lost[0]!;
+      p.observe('s', { [stuck]: { hang: true } }, false);
+      await expect(p.tick('s', 1, 0.05, 0.05, 1)).rejects.toThrow(/worker 1 crashed: no answer for \d+ ms \(stalled/);
+      const d = await p.tick('s', 2, 0.1, 0.05, 2);
+      // Every agent of the stalled worker, once; worker 0's agents decide (tick 1's decisions carried over too).
+      expect(d.errors.toSorted((x, y) => Number(x[0]) - Number(y[0]))).toEqual(lost.map((id) => [id, 'E_INTERNAL', 'agent lost: worker crashed']));
+      expect([...new Set(d.actions.map((a) => a[0] as number))].toSorted()).toEqual(fine.toSorted());
+      expect(p.agentCount('s')).toBe(fine.length);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('ready() rejects with the loader error text when a worker cannot load what the main thread loaded', async () => {
     const odd = mkdtempSync(join(tmpdir(), 'canopy-pool-odd-'));
     try {

@@ -52,6 +52,12 @@ export interface PoolOptions {
   workers: number;
   /** Where crashes and respawns are reported. Default: nothing is logged. */
   logger?: PoolLogger;
+  /**
+   * A worker that leaves a request unanswered this long (ms) is stuck — a plugin in an endless loop —
+   * and is terminated and replaced like a crashed one (its agents reported lost). 0: never. Default 10 s.
+   * The inline pool cannot be protected this way: its agents tick on the calling thread.
+   */
+  stallMs?: number;
   /** The same folders already loaded on this thread (the service's own library): not loaded again. */
   library?: TreeLibrary;
 }

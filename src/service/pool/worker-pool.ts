@@ -1,5 +1,6 @@
 // WorkerPool: agents live in worker threads (one AgentHost each); the main thread only routes. A crashed worker
 // never takes the process down: its requests reject, its agents are reported lost, and a fresh worker replaces it.
+// A stalled one (a plugin in an endless loop) is treated the same way once it has not answered for `stallMs`.
 
 import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
@@ -26,7 +27,12 @@ function startWorker(data: { trees: string; plugins: string | undefined }): Work
 interface Pending {
   resolve(reply: FromHost): void;
   reject(err: Error): void;
+  /** performance.now() when the request was posted (the stall watchdog reads it). */
+  readonly since: number;
 }
+
+/** Default PoolOptions.stallMs: far beyond any sane tick, short enough that a game notices little. */
+export const DEFAULT_STALL_MS = 10_000;
 
 /** One worker thread and the requests waiting on it. */
 class HostThread {
@@ -57,6 +63,7 @@ export class WorkerPool extends PoolRouter {
   /** Tree fingerprints the main thread compiled; every worker must have the same. */
   private readonly hashes: Record<string, string>;
   private readonly replaced: Array<Array<() => void>>;
+  private readonly watchdog: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
@@ -69,6 +76,11 @@ export class WorkerPool extends PoolRouter {
     this.threads = Array.from({ length: options.workers }, (_, i) => this.startThread(i));
     this.started = Promise.all(this.threads.map((t) => t.ready)).then(() => undefined);
     this.started.catch(() => {});
+    const stallMs = options.stallMs ?? DEFAULT_STALL_MS;
+    if (stallMs > 0) {
+      this.watchdog = setInterval(() => this.checkStalls(stallMs), Math.max(10, Math.min(1000, stallMs / 4)));
+      this.watchdog.unref();
+    }
   }
 
   ready(): Promise<void> {
@@ -78,6 +90,7 @@ export class WorkerPool extends PoolRouter {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.watchdog);
     for (const t of this.threads) {
       t.gone = true;
       failAll(t, new Error('agent pool closed'));
@@ -102,7 +115,7 @@ export class WorkerPool extends PoolRouter {
     const t = this.threads[host]!;
     if (t.gone) return Promise.reject(new Error(`worker ${host} is down`));
     return new Promise<FromHost>((resolve, reject) => {
-      t.pending.set(msg.req, { resolve, reject });
+      t.pending.set(msg.req, { resolve, reject, since: performance.now() });
       t.worker.postMessage(msg, transfer);
     });
   }
@@ -160,6 +173,21 @@ export class WorkerPool extends PoolRouter {
       },
     );
     return t;
+  }
+
+  /**
+   * A worker that has not answered a request for `stallMs` is stuck (a plugin in an endless loop, say):
+   * it is terminated and replaced like a crashed one, so every other worker's agents and sessions go on.
+   */
+  private checkStalls(stallMs: number): void {
+    const now = performance.now();
+    this.threads.forEach((t, i) => {
+      if (t.gone || !t.isReady) return;
+      let oldest = now;
+      for (const p of t.pending.values()) if (p.since < oldest) oldest = p.since;
+      if (now - oldest < stallMs) return;
+      this.onThreadDown(i, t, new Error(`no answer for ${Math.round(now - oldest)} ms (stalled: a plugin in an endless loop?)`));
+    });
   }
 
   /** The worker crashed or exited: fail its requests, forget its agents, start a replacement (if it had ever loaded). */
