@@ -61,6 +61,30 @@ export interface NodeBehavior {
    * their children: the engine halts them.
    */
   readonly onHalt?: (agent: Agent) => void;
+  /**
+   * Optional: the same behaviour as JavaScript source, so the engine can compile a whole subtree into
+   * one function (no call per node). Must do exactly what `tick` does; see {@link NodeEmitter}.
+   */
+  readonly emit?: EmitFn;
+}
+
+/**
+ * Writes statements that compute the node's status into the variable `target`. `fresh` names a
+ * boolean variable (the node starts this tick); `a` is the agent. The statements run inside a block
+ * labelled `emitter.label`: `break <label>` ends the node early (after setting `target`).
+ */
+export type EmitFn = (emitter: NodeEmitter, fresh: string, target: string) => string;
+
+/** What the engine offers an EmitFn. Generated code sees runtime values only through `bind`. */
+export interface NodeEmitter {
+  /** The label of the block the node's statements run in. */
+  readonly label: string;
+  /** An identifier holding `value` at run time (functions, arrays, compiled expressions). */
+  bind(value: unknown): string;
+  /** A fresh local variable (declared by the engine). */
+  temp(): string;
+  /** Statements ticking child k (inline when it can be, else a call) that leave its status in `target`. */
+  child(k: number, target: string): string;
 }
 
 /** The engine's services to a node kind while it builds one node: slots, children, compiled parameters. */

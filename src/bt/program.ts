@@ -56,8 +56,17 @@ interface PendingNode {
 
 type TickFn = (agent: Agent) => TickStatus;
 
+/** Options of {@link compileTree}. */
+export interface CompileOptions {
+  /**
+   * Compile the tree from the root down into one function where node kinds allow it (`emit`), instead of
+   * one call per node. Default true; false keeps a call per node (the reference the tests compare with).
+   */
+  readonly inline?: boolean;
+}
+
 /** Compiles tree `name` (already validated). Throws only on definitions that validation would reject. */
-export function compileTree(name: string, source: TreeSource, catalog: NodeCatalog): CompiledTree {
+export function compileTree(name: string, source: TreeSource, catalog: NodeCatalog, options: CompileOptions = {}): CompiledTree {
   const main = source(name);
   if (main === undefined) throw new Error(`unknown tree '${name}'`);
 
@@ -115,6 +124,8 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
   const nodeCount = pending.length;
   let slotCount = 0;
   const ticks: TickFn[] = [];
+  const behaviors: NodeBehavior[] = [];
+  const wrapping: NodeWrapping[] = [];
   const onHalt: Array<((a: Agent) => void) | undefined> = Array.from({ length: nodeCount }, () => undefined);
   const guards: Array<{ guard: CompiledExpr; slot: number; abort: AbortMode } | null> = Array.from({ length: nodeCount }, () => null);
   const actionNodes: number[] = [];
@@ -201,7 +212,10 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
     if (behavior.onHalt !== undefined) onHalt[i] = behavior.onHalt;
     const services = compileServices(def, where, catalog, expr, builder);
     ticks[i] = wrapNode(i, behavior.tick, guards[i] ?? null, services, halt);
+    behaviors[i] = behavior;
+    wrapping[i] = { guard: guards[i] ?? null, services };
   }
+  const root = (options.inline ?? true) ? (inlineRoot(behaviors, wrapping, childLists, halt) ?? ticks[0]!) : ticks[0]!;
 
   const hash = createHash('sha256');
   for (const t of seenTrees) hash.update(`${t}\n${JSON.stringify(source(t))}\n`);
@@ -209,11 +223,73 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
     ...tree,
     hash: hash.digest('hex').slice(0, 16),
     slotCount,
-    root: ticks[0]!,
+    root,
     actionNodes: Int32Array.from(actionNodes),
     actionSeqSlots: Int32Array.from(actionSeqSlots),
     actionResultSlots: Int32Array.from(actionResultSlots),
   });
+}
+
+/** Generated source beyond this is not worth it (V8 stops optimizing very large functions). */
+const MAX_INLINE_SOURCE = 48 * 1024;
+
+/** What the engine wraps around one node's own tick: its guard (abort "self"/"both") and services. */
+interface NodeWrapping {
+  readonly guard: { guard: CompiledExpr; slot: number; abort: AbortMode } | null;
+  readonly services: CompiledService[] | null;
+}
+
+/**
+ * One function for the whole tree: every node is written inline with the engine's bookkeeping (fresh,
+ * guard, services, status); its own logic inline too when its kind can `emit` it, else a call to its
+ * tick. Same statuses, slots and decisions as the call-per-node tree, in the same order
+ * (test/bt/inline.test.ts compares them on random trees). Null when code generation is unavailable or
+ * the tree is too large to be worth it.
+ */
+function inlineRoot(
+  behaviors: readonly NodeBehavior[],
+  wrapping: readonly NodeWrapping[],
+  childLists: ReadonlyArray<readonly number[]>,
+  halt: (agent: Agent, node: number) => void,
+): TickFn | null {
+  const bound: unknown[] = [];
+  const bind = (value: unknown): string => {
+    bound.push(value);
+    return `b${bound.length - 1}`;
+  };
+  let temps = 0;
+  const temp = (): string => `t${temps++}`;
+  const emitNode = (i: number, target: string): string => {
+    const { tick, emit } = behaviors[i]!;
+    const { guard, services } = wrapping[i]!;
+    const fresh = temp();
+    const label = `n${i}`;
+    let src = `${fresh} = st[${i}] !== ${Status.RUNNING};\n${label}: {\n`;
+    if (guard !== null) {
+      const abortSelf = guard.abort === 'self' || guard.abort === 'both';
+      src += `${abortSelf ? '' : `if (${fresh}) `}{
+  const ok = ${bind(truthy)}(${bind(guard.guard)}(a));
+  a.slots[${guard.slot}] = ok ? 1 : 0;
+  if (!ok) { if (!${fresh}) ${bind(halt)}(a, ${i}); ${target} = ${Status.FAILURE}; break ${label}; }
+}\n`;
+    }
+    if (services !== null) src += `${bind(runServices)}(a, ${bind(services)}, ${fresh});\n`;
+    if (emit === undefined) src += `${target} = ${bind(tick)}(a, ${fresh});\n`;
+    else {
+      const children = childLists[i]!;
+      src += `b_${label}: {\n${emit({ label: `b_${label}`, bind, temp, child: (k, t) => emitNode(children[k]!, t) }, fresh, target)}}\n`;
+    }
+    return `${src}}\nst[${i}] = ${target};\n`;
+  };
+  const body = emitNode(0, 's');
+  if (body.length > MAX_INLINE_SOURCE) return null;
+  const locals = Array.from({ length: temps }, (_, k) => `, t${k}`).join('');
+  const source = `"use strict"; return function tree(a) {\nconst st = a.status;\nlet s${locals};\n${body}return s;\n};`;
+  try {
+    return new Function(...bound.map((_, k) => `b${k}`), source)(...bound) as TickFn;
+  } catch {
+    return null; // --disallow-code-generation-from-strings: one call per node
+  }
 }
 
 interface CompiledService {

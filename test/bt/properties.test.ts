@@ -1,5 +1,6 @@
-// Property tests: random valid trees with random leaf outcomes keep the engine's invariants, and
-// exporting/restoring an agent at a random tick changes no decision.
+// Property tests: random valid trees with random leaf outcomes keep the engine's invariants,
+// exporting/restoring an agent at a random tick changes no decision, and a tree compiled into one
+// function behaves exactly like the same tree with a call per node.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -36,9 +37,11 @@ function nodeArb(): fc.Arbitrary<NodeDefinition> {
         children: fc.array(tie('node'), { minLength: 1, maxLength: 4 }),
         guard: fc.option(fc.constantFrom(...FLAGS), { nil: undefined }),
         resetOnAbort: fc.boolean(),
+        service: fc.boolean(),
       })
-      .map(({ type, reactive, children, guard, resetOnAbort }) => {
+      .map(({ type, reactive, children, guard, resetOnAbort, service }) => {
         const def: Record<string, unknown> = { type, children };
+        if (service) def['services'] = [{ every: 0.2, values: { n: 'bb.n + 1' } }];
         if (type === 'sequence' || type === 'selector') def['reactive'] = reactive;
         if (type === 'rotator') def['resetOnAbort'] = resetOnAbort;
         if (type === 'parallel') def['success'] = Math.max(1, Math.ceil(children.length / 2));
@@ -77,8 +80,8 @@ const worldArb = fc.array(
   { minLength: 5, maxLength: 40 },
 );
 
-function compile(root: NodeDefinition): CompiledTree {
-  return compileTree('prop', () => ({ blackboard: { f0: false, f1: false, f2: false, n: 0 }, root }), testCatalog());
+function compile(root: NodeDefinition, inline = true): CompiledTree {
+  return compileTree('prop', () => ({ blackboard: { f0: false, f1: false, f2: false, n: 0 }, root }), testCatalog(), { inline });
 }
 
 /** Drives one tick: world flags, then results for running actions, then the tick. Returns the decisions as JSON. */
@@ -172,6 +175,38 @@ describe('engine invariants on random trees', () => {
         expect(moved.exportState()).toEqual(reference.exportState());
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+describe('whole-tree compilation', () => {
+  it('the tree compiled into one function decides exactly like the call-per-node tree: same decisions, statuses, slots, leaf order', () => {
+    fc.assert(
+      fc.property(nodeArb(), worldArb, (root, world) => {
+        const inlined = compile(root, true);
+        const calls = compile(root, false);
+        expect(inlined.root).not.toBe(calls.root);
+        const a = new Agent(inlined, 7, { seed: 5 });
+        const b = new Agent(calls, 7, { seed: 5 });
+        const outA = new DecisionBuffer();
+        const outB = new DecisionBuffer();
+        const runA = new Map<number, number>();
+        const runB = new Map<number, number>();
+        world.forEach((step, tick) => {
+          events.length = 0;
+          const da = stepAgent(a, step, tick, runA, outA);
+          const eventsA = events.splice(0);
+          const db = stepAgent(b, step, tick, runB, outB);
+          expect(da).toBe(db);
+          expect(eventsA).toEqual(events);
+          expect([...a.status]).toEqual([...b.status]);
+          expect([...a.slots]).toEqual([...b.slots]);
+          expect(a.bb).toEqual(b.bb);
+          track(runA, outA);
+          track(runB, outB);
+        });
+      }),
+      { numRuns: 400 },
     );
   });
 });

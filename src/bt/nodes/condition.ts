@@ -11,6 +11,9 @@ export const condition = defineNode({
   params: { expr: { type: 'expression', required: true, description: 'The expression to test.' } },
   build(b) {
     const expr = b.expression('expr')!;
-    return { tick: (a) => (truthy(expr(a)) ? Status.SUCCESS : Status.FAILURE) };
+    return {
+      tick: (a) => (truthy(expr(a)) ? Status.SUCCESS : Status.FAILURE),
+      emit: (e, _fresh, target) => `${target} = ${e.bind(truthy)}(${e.bind(expr)}(a)) ? ${Status.SUCCESS} : ${Status.FAILURE};\n`,
+    };
   },
 });

@@ -2,7 +2,7 @@
 // A sequence stops on failure, a selector on success; both resume a running child; `reactive` restarts at the first child.
 
 import { truthy } from '../expr/index.js';
-import type { NodeBehavior, NodeBuilder, ParamSpec } from '../node.js';
+import type { EmitFn, NodeBehavior, NodeBuilder, ParamSpec } from '../node.js';
 import { Status, type TickStatus } from '../status.js';
 
 export const REACTIVE_PARAM: ParamSpec = {
@@ -48,7 +48,33 @@ export function orderedComposite(b: NodeBuilder, decides: TickStatus, otherwise:
   const tick = new Function(...names, 'cursor', 'hasAborts', 'lower', 'halt', 'children', 'truthy', orderedSource(n, decides, otherwise))(
     ...ticks, cursor, hasAborts, lower, halt, children, truthy,
   ) as NodeBehavior['tick'];
-  return { tick };
+
+  // The same logic for whole-subtree compilation: children inline, `break label` for `return`.
+  const emit: EmitFn = (e, fresh, target) => {
+    const k = e.temp();
+    let src = `${k} = ${fresh} ? 0 : a.slots[${cursor}];\n`;
+    if (hasAborts) {
+      const [l, tr, h, ch] = [e.bind(lower), e.bind(truthy), e.bind(halt), e.bind(children)];
+      src += `if (!${fresh}) {
+  for (let j = 0; j < ${k}; j++) {
+    const l = ${l}[j];
+    if (l === null || l === undefined) continue;
+    const now = ${tr}(l.guard(a));
+    const before = a.slots[l.slot];
+    a.slots[l.slot] = now ? 1 : 0;
+    if (now && before === 0) { ${h}(a, ${ch}[${k}]); ${k} = j; break; }
+  }
+}\n`;
+    }
+    src += `switch (${k}) {\n`;
+    for (let c = 0; c < n; c++) {
+      src += `case ${c}: {\n${e.child(c, target)}}\n`;
+      src += `if (${target} === ${Status.RUNNING}) { a.slots[${cursor}] = ${c}; break ${e.label}; }\n`;
+      src += `if (${target} === ${decides}) break ${e.label};\n`;
+    }
+    return `${src}}\n${target} = ${otherwise};\n`;
+  };
+  return { tick, emit };
 }
 
 function orderedSource(n: number, decides: number, otherwise: number): string {
