@@ -9,7 +9,7 @@ function constant(type: string, result: TickStatus, word: string): NodeKind {
     category: 'leaf',
     description: `Always returns ${word}.`,
     params: {},
-    build: () => ({ tick: () => result }),
+    build: () => ({ tick: () => result, emit: (_e, _fresh, t) => `${t} = ${result};\n` }),
   });
 }
 

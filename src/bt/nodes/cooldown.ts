@@ -24,6 +24,10 @@ export const cooldown = defineNode({
         }
         return s;
       },
+      emit: (e, fresh, t) =>
+        `if (${fresh} && a.slots[${slot}] === 1 && a.time + ${TIME_EPSILON} < a.slots[${slot + 1}]) { ${t} = ${Status.FAILURE}; break ${e.label}; }\n` +
+        e.child(0, t) +
+        `if (${t} !== ${Status.RUNNING}) { a.slots[${slot}] = 1; a.slots[${slot + 1}] = a.time + ${e.bind(seconds)}; }\n`,
     };
   },
 });

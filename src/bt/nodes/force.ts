@@ -11,7 +11,10 @@ function forced(type: string, result: TickStatus, word: string): NodeKind {
     params: {},
     build(b) {
       const child = b.child(0);
-      return { tick: (a) => (child(a) === Status.RUNNING ? Status.RUNNING : result) };
+      return {
+        tick: (a) => (child(a) === Status.RUNNING ? Status.RUNNING : result),
+        emit: (e, _fresh, t) => `${e.child(0, t)}if (${t} !== ${Status.RUNNING}) ${t} = ${result};\n`,
+      };
     },
   });
 }

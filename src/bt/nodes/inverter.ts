@@ -15,6 +15,8 @@ export const inverter = defineNode({
         const s = child(a);
         return s === Status.SUCCESS ? Status.FAILURE : s === Status.FAILURE ? Status.SUCCESS : s;
       },
+      emit: (e, _fresh, t) =>
+        `${e.child(0, t)}${t} = ${t} === ${Status.SUCCESS} ? ${Status.FAILURE} : ${t} === ${Status.FAILURE} ? ${Status.SUCCESS} : ${t};\n`,
     };
   },
 });

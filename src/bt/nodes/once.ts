@@ -19,6 +19,10 @@ export const once = defineNode({
         if (s !== Status.RUNNING) a.slots[result] = s;
         return s;
       },
+      emit: (e, _fresh, t) =>
+        `if (a.slots[${result}] !== 0) { ${t} = a.slots[${result}]; break ${e.label}; }\n` +
+        e.child(0, t) +
+        `if (${t} !== ${Status.RUNNING}) a.slots[${result}] = ${t};\n`,
     };
   },
 });

@@ -27,6 +27,14 @@ function repeating(type: string, param: string, counted: TickStatus, description
           // The child's status is now final, so its next tick (next agent tick) is a fresh start.
           return limit !== -1 && done >= limit ? counted : Status.RUNNING;
         },
+        emit: (e, fresh, t) =>
+          `if (${fresh}) a.slots[${count}] = 0;\n` +
+          e.child(0, t) +
+          `if (${t} === ${counted}) {
+  const done = a.slots[${count}] + 1;
+  a.slots[${count}] = done;
+  ${t} = ${limit} !== -1 && done >= ${limit} ? ${counted} : ${Status.RUNNING};
+}\n`,
       };
     },
   });

@@ -16,6 +16,7 @@ export const set = defineNode({
         write(a);
         return Status.SUCCESS;
       },
+      emit: (e, _fresh, t) => `${e.bind(write)}(a);\n${t} = ${Status.SUCCESS};\n`,
     };
   },
 });

@@ -23,6 +23,10 @@ export const timeLimit = defineNode({
         }
         return child(a);
       },
+      emit: (e, fresh, t) =>
+        `if (${fresh}) a.slots[${deadline}] = a.time + ${e.bind(seconds)};\n` +
+        `else if (a.time + ${TIME_EPSILON} >= a.slots[${deadline}]) { ${e.bind(halt)}(a, ${childNode}); ${t} = ${Status.FAILURE}; break ${e.label}; }\n` +
+        e.child(0, t),
     };
   },
 });

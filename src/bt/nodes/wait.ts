@@ -18,6 +18,9 @@ export const wait = defineNode({
         if (fresh) a.slots[end] = a.time + (span === 0 ? min : min + a.random() * span);
         return a.time + TIME_EPSILON >= a.slots[end]! ? Status.SUCCESS : Status.RUNNING;
       },
+      emit: (e, fresh, t) =>
+        `if (${fresh}) a.slots[${end}] = a.time + ${span === 0 ? e.bind(min) : `(${e.bind(min)} + a.random() * ${e.bind(span)})`};\n` +
+        `${t} = a.time + ${TIME_EPSILON} >= a.slots[${end}] ? ${Status.SUCCESS} : ${Status.RUNNING};\n`,
     };
   },
 });
