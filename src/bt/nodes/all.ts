@@ -30,6 +30,15 @@ export const all = defineNode({
         if (running) return Status.RUNNING;
         return failed ? Status.FAILURE : Status.SUCCESS;
       },
+      emit(e, fresh, t) {
+        const [running, failed, c] = [e.temp(), e.temp(), e.temp()];
+        let src = `if (${fresh}) { ${Array.from({ length: n }, (_, k) => `a.slots[${results + k}] = 0;`).join(' ')} }\n${running} = false; ${failed} = false;\n`;
+        for (let k = 0; k < n; k++) {
+          src += `${c} = a.slots[${results + k}];\nif (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) a.slots[${results + k}] = ${c};\n}\n`;
+          src += `if (${c} === ${Status.RUNNING}) ${running} = true; else if (${c} === ${Status.FAILURE}) ${failed} = true;\n`;
+        }
+        return `${src}${t} = ${running} ? ${Status.RUNNING} : ${failed} ? ${Status.FAILURE} : ${Status.SUCCESS};\n`;
+      },
     };
   },
 });

@@ -18,6 +18,10 @@ export const delay = defineNode({
         if (a.time + TIME_EPSILON < a.slots[start]! + seconds) return Status.RUNNING;
         return child(a);
       },
+      emit: (e, fresh, t) =>
+        `if (${fresh}) a.slots[${start}] = a.time;\n` +
+        `if (a.time + ${TIME_EPSILON} < a.slots[${start}] + ${e.bind(seconds)}) { ${t} = ${Status.RUNNING}; break ${e.label}; }\n` +
+        e.child(0, t),
     };
   },
 });

@@ -10,6 +10,9 @@ export const keepRunningUntilFailure = defineNode({
   params: {},
   build(b) {
     const child = b.child(0);
-    return { tick: (a) => (child(a) === Status.FAILURE ? Status.FAILURE : Status.RUNNING) };
+    return {
+      tick: (a) => (child(a) === Status.FAILURE ? Status.FAILURE : Status.RUNNING),
+      emit: (e, _fresh, t) => `${e.child(0, t)}${t} = ${t} === ${Status.FAILURE} ? ${Status.FAILURE} : ${Status.RUNNING};\n`,
+    };
   },
 });

@@ -49,6 +49,20 @@ export const parallel = defineNode({
         for (let k = 0; k < n; k++) halt(a, children[k]!);
         return outcome;
       },
+      emit(e, fresh, t) {
+        const [ok, ko, c] = [e.temp(), e.temp(), e.temp()];
+        let src = `if (${fresh}) { ${children.map((_, k) => `a.slots[${results + k}] = 0;`).join(' ')} }\n${ok} = 0; ${ko} = 0;\n`;
+        for (let k = 0; k < n; k++) {
+          src += `${c} = a.slots[${results + k}];\nif (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) a.slots[${results + k}] = ${c};\n}\n`;
+          src += `if (${c} === ${Status.SUCCESS}) ${ok}++; else if (${c} === ${Status.FAILURE}) ${ko}++;\n`;
+        }
+        const [ns, nf] = [e.bind(needSuccess), e.bind(needFailure)];
+        src += `if (${ok} >= ${ns}) ${t} = ${Status.SUCCESS};
+else if (${ko} >= ${nf} || ${n} - ${ko} < ${ns}) ${t} = ${Status.FAILURE};
+else { ${t} = ${Status.RUNNING}; break ${e.label}; }\n`;
+        const h = e.bind(halt);
+        return src + children.map((node) => `${h}(a, ${node});\n`).join('');
+      },
     };
   },
 });

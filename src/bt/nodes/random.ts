@@ -35,6 +35,17 @@ export const random = defineNode({
         }
         return ticks[a.slots[chosen]!]!(a);
       },
+      emit(e, fresh, t) {
+        let src = `if (${fresh}) {
+  const r = a.random() * ${e.bind(total)};
+  const cumulative = ${e.bind(cumulative)};
+  let k = 0;
+  while (k < ${n - 1} && r >= cumulative[k]) k++;
+  a.slots[${chosen}] = k;
+}\nswitch (a.slots[${chosen}]) {\n`;
+        for (let k = 0; k < n; k++) src += `case ${k}: {\n${e.child(k, t)}break;\n}\n`;
+        return `${src}}\n`;
+      },
     };
   },
 });

@@ -25,6 +25,15 @@ export const rotator = defineNode({
         }
         return ticks[slots[slot + 1]!]!(a);
       },
+      emit(e, fresh, t) {
+        let src = `if (${fresh}) {
+  const k = a.slots[${slot}];
+  a.slots[${slot + 1}] = k;
+  a.slots[${slot}] = (k + 1) % ${n};
+}\nswitch (a.slots[${slot + 1}]) {\n`;
+        for (let k = 0; k < n; k++) src += `case ${k}: {\n${e.child(k, t)}break;\n}\n`;
+        return `${src}}\n`;
+      },
       onHalt: reset
         ? (a) => {
             a.slots[slot] = 0;

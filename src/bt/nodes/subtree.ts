@@ -21,6 +21,7 @@ export const subtree = defineNode({
         if (fresh && write !== null) write(a);
         return child(a);
       },
+      emit: (e, fresh, t) => (write !== null ? `if (${fresh}) ${e.bind(write)}(a);\n` : '') + e.child(0, t),
     };
   },
 });
