@@ -20,6 +20,8 @@ export const log = defineNode({
         a.out.log(a, level, typeof v === 'string' ? v : JSON.stringify(v));
         return Status.SUCCESS;
       },
+      emit: (e, _fresh, t) =>
+        `{ const v = ${e.bind(message)}(a); a.out.log(a, ${e.bind(level)}, typeof v === 'string' ? v : JSON.stringify(v)); }\n${t} = ${Status.SUCCESS};\n`,
     };
   },
 });

@@ -36,6 +36,19 @@ export function orderedComposite(b: NodeBuilder, decides: TickStatus, otherwise:
         }
         return otherwise;
       },
+      emit(e, fresh, target) {
+        const previous = e.temp();
+        const [h, ch] = [e.bind(halt), e.bind(children)];
+        let src = `${previous} = ${fresh} ? -1 : a.slots[${cursor}];\n`;
+        for (let k = 0; k < n; k++) {
+          src += `{\n${e.child(k, target)}}\nif (${target} === ${Status.RUNNING} || ${target} === ${decides}) {
+  if (${previous} > ${k}) ${h}(a, ${ch}[${previous}]);
+  if (${target} === ${Status.RUNNING}) a.slots[${cursor}] = ${k};
+  break ${e.label};
+}\n`;
+        }
+        return `${src}${target} = ${otherwise};\n`;
+      },
     };
   }
 
