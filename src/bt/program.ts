@@ -243,7 +243,7 @@ interface NodeWrapping {
  * One function for the whole tree: every node is written inline with the engine's bookkeeping (fresh,
  * guard, services, status); its own logic inline too when its kind can `emit` it, else a call to its
  * tick. Same statuses, slots and decisions as the call-per-node tree, in the same order
- * (test/bt/inline.test.ts compares them on random trees). Null when code generation is unavailable or
+ * (test/bt/properties.test.ts compares them on random trees). Null when code generation is unavailable or
  * the tree is too large to be worth it.
  */
 function inlineRoot(
@@ -253,9 +253,15 @@ function inlineRoot(
   halt: (agent: Agent, node: number) => void,
 ): TickFn | null {
   const bound: unknown[] = [];
+  const names = new Map<unknown, string>();
   const bind = (value: unknown): string => {
-    bound.push(value);
-    return `b${bound.length - 1}`;
+    let name = names.get(value);
+    if (name === undefined) {
+      name = `b${bound.length}`;
+      bound.push(value);
+      names.set(value, name);
+    }
+    return name;
   };
   let temps = 0;
   const temp = (): string => `t${temps++}`;
