@@ -1,5 +1,5 @@
 // The service on real worker threads (workers: 2): lockstep and fixed sessions at once, agents spread
-// over both workers, a throwing plugin loaded in each worker, and E_INTERNAL when a worker dies.
+// over both workers, a throwing plugin loaded in each worker, E_INTERNAL when a worker dies, and a worker stuck in a plugin loop replaced.
 
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { crashWorkerForTests } from '../../src/service/pool/index.js';
@@ -92,5 +92,53 @@ describe('worker threads', () => {
     expect(lost.length).toBeGreaterThan(0);
     expect(lost.every((e) => e[1] === 'E_INTERNAL')).toBe(true);
     await client.close();
+  });
+});
+
+describe('a stuck worker', () => {
+  const HANG_PLUGIN = `export default {
+  name: 'hang',
+  conditions: {
+    hangs: {
+      description: 'Never returns when self.hang is true.',
+      test(ctx) {
+        if (ctx.self !== null && typeof ctx.self === 'object' && ctx.self.hang === true) for (;;);
+        return true;
+      },
+    },
+  },
+};
+`;
+  const STICKY = { root: { type: 'sequence', children: [{ type: 'hangs' }, { type: 'action', action: 'ok', instant: true }] } };
+
+  test('a plugin in an endless loop: the tick is answered (E_INTERNAL), the worker is replaced, the session and the others go on', async () => {
+    const fx = await writeFixture({ sticky: STICKY }, { 'hang.mjs': HANG_PLUGIN });
+    const srv = await start({ trees: fx.trees, plugins: fx.plugins, workers: 2, tuning: { workerStallMs: 300 } });
+    try {
+      const { client } = await RawClient.hello(srv.wsUrl, { mode: 'lockstep' });
+      const other = (await RawClient.hello(srv.wsUrl, { mode: 'lockstep' })).client;
+      const ids = Array.from({ length: 6 }, (_, i) => i);
+      await client.request({ t: 'spawn', agents: ids.map((id) => ({ id, tree: 'sticky' })) }, 'spawned');
+      await other.request({ t: 'spawn', agents: [{ id: 'x', tree: 'sticky' }] }, 'spawned');
+      // Agent 0 hangs its worker; the tick is still answered, with an error naming it.
+      client.send({ t: 'snapshot', tick: 1, time: 0, agents: { '0': { hang: true } }, id: 5 });
+      expect(await client.next('decisions', (f) => f.tick === 1)).toMatchObject({ tick: 1 });
+      expect(client.frames.find((f) => f.t === 'error')).toMatchObject({ code: 'E_INTERNAL', re: 5 });
+      // The next ticks: the stuck worker's agents are reported lost once; the rest decide.
+      const d = await client.step({ tick: 2, time: 0.1, agents: { '0': { hang: false } } });
+      const lost = (d.errors as unknown[][]).map((e) => e[0] as number);
+      expect(lost).toContain(0);
+      expect((d.errors as unknown[][]).every((e) => e[1] === 'E_INTERNAL')).toBe(true);
+      const decided = new Set((d.actions as unknown[][]).map((a) => a[0] as number));
+      expect([...decided].toSorted()).toEqual(ids.filter((id) => !lost.includes(id)));
+      expect((await other.step({ tick: 1, time: 0 })).t).toBe('decisions');
+      // New agents can be spawned and tick (on the replacement worker or the other one).
+      await client.request({ t: 'spawn', agents: [{ id: 100, tree: 'sticky' }] }, 'spawned');
+      expect(((await client.step({ tick: 3, time: 0.2 })).actions as unknown[][]).map((a) => a[0])).toContain(100);
+      await Promise.all([client.close(), other.close()]);
+    } finally {
+      await srv.close();
+      await fx.remove();
+    }
   });
 });
