@@ -68,7 +68,7 @@ function wireIds(ids: readonly AgentId[]): readonly (AgentId | bigint)[] {
  * when `withSeq`) is a wide integer; then a copy with those tuples copied. Decisions are built
  * once per session per tick, so the common case is one pass and no allocation.
  */
-function wireTuples<R extends readonly unknown[]>(rows: readonly R[], withSeq: boolean): readonly unknown[] {
+export function wireTuples<R extends readonly unknown[]>(rows: readonly R[], withSeq: boolean): readonly unknown[] {
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!;
     if (isWide(row[0]) || (withSeq && isWide(row[1]))) {

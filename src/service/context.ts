@@ -22,6 +22,8 @@ export interface Tuning {
   readonly retryAfterMs: number;
   /** A worker thread that leaves a tick unanswered this long is stuck and replaced (0: never). */
   readonly workerStallMs: number;
+  /** After a goodbye, how long a socket may drain nothing before it is destroyed (default 2 s). */
+  readonly closeTimeoutMs?: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {

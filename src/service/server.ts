@@ -91,7 +91,13 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     logController: new QuietRequests(),
     bodyLimit: config.maxFrameBytes,
     return503OnClosing: true,
+    // A request must arrive whole, and an idle connection goes, within CANOPY_REQUEST_TIMEOUT_MS
+    // (a lying Content-Length would otherwise hold a socket for good). WebSocket sockets are exempt:
+    // ws clears the idle timeout at the upgrade.
+    requestTimeout: config.requestTimeoutMs,
+    connectionTimeout: config.requestTimeoutMs,
   });
+  app.server.headersTimeout = Math.min(config.requestTimeoutMs, 10_000);
   await app.register(websocket, {
     options: { maxPayload: config.maxFrameBytes },
     // A client vanishing mid-frame is routine: log it quietly and drop the socket.
@@ -118,6 +124,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   const close = async (): Promise<void> => {
     ctx.phase = 'draining';
     const live = [...connections];
+    const drained = ctx.sessions.size;
     for (const c of live) c.stopReading();
     // Finish the ticks in flight; fixed-mode decisions they make still go out.
     await Promise.all(ctx.sessions.list().map((s) => s.quiesce()));
@@ -127,7 +134,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     await app.close();
     await pool.close();
     ctx.phase = 'closed';
-    logger.info('canopy stopped');
+    logger.info({ sessionsDrained: drained, connections: live.length }, 'canopy stopped');
   };
 
   return {

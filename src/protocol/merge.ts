@@ -1,0 +1,115 @@
+// Decisions held for a slow reader, kept as encoded bytes: each tick's lists are encoded once when
+// held and appended to growing byte lists, so what a held decision costs is known exactly.
+
+import { encode } from './codec.js';
+import { wireInt, wireTuples, type DecisionsFields } from './encode.js';
+
+/** Fixed cost counted for a merger besides its byte lists (the objects themselves). */
+const OVERHEAD_BYTES = 512;
+
+/** One list's encoded elements (the MessagePack array header stripped), grown by doubling. */
+class ByteList {
+  buf: Buffer = EMPTY;
+  length = 0;
+  count = 0;
+
+  /** Appends the elements of one encoded MessagePack array. */
+  appendArray(encoded: Buffer): void {
+    const b = encoded[0]!;
+    let n: number;
+    let header: number;
+    if (b >= 0x90 && b <= 0x9f) {
+      n = b & 0x0f;
+      header = 1;
+    } else if (b === 0xdc) {
+      n = encoded.readUInt16BE(1);
+      header = 3;
+    } else {
+      n = encoded.readUInt32BE(1);
+      header = 5;
+    }
+    const bytes = encoded.length - header;
+    if (this.length + bytes > this.buf.length) {
+      // Exact-size allocations outside Node's shared pool, so the capacity is what is really held.
+      const grown = Buffer.allocUnsafeSlow(Math.max(this.length + bytes, this.buf.length * 2, 1024));
+      this.buf.copy(grown, 0, 0, this.length);
+      this.buf = grown;
+    }
+    encoded.copy(this.buf, this.length, header);
+    this.length += bytes;
+    this.count += n;
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
+const KEYS = ['actions', 'cancels', 'done', 'errors'] as const;
+
+/**
+ * Fixed-mode decisions merged while a reader lags: lists concatenated in order, the latest `tick`
+ * and `basedOn` kept. {@link bytes} is the memory held; {@link frame} builds the one `decisions`
+ * frame that replaces them, byte for byte what `encodeDecisions` would write for the merged lists.
+ */
+export class HeldDecisions {
+  private tick = 0;
+  private basedOn: number | undefined;
+  private readonly lists = [new ByteList(), new ByteList(), new ByteList(), new ByteList()] as const;
+
+  /** Memory held, in bytes: the byte lists' capacity plus a fixed overhead. */
+  get bytes(): number {
+    let total = OVERHEAD_BYTES;
+    for (const l of this.lists) total += l.buf.length;
+    return total;
+  }
+
+  /** Bytes the merged frame would take on the wire (a little less than {@link bytes}). */
+  get encodedBytes(): number {
+    let total = 64;
+    for (const l of this.lists) total += l.length + 16;
+    return total;
+  }
+
+  /** Encodes one tick's lists and appends them (the caller may reuse its lists afterwards). */
+  add(d: DecisionsFields): void {
+    this.tick = d.tick;
+    if (d.basedOn !== undefined) this.basedOn = d.basedOn;
+    const parts: ReadonlyArray<readonly (readonly unknown[])[] | undefined> = [d.actions, d.cancels, d.done, d.errors];
+    for (let i = 0; i < 4; i++) {
+      const list = parts[i];
+      if (list === undefined || list.length === 0) continue;
+      this.lists[i]!.appendArray(encode(wireTuples(list, i < 2)));
+    }
+  }
+
+  /** The merged `decisions` frame. */
+  frame(): Buffer {
+    const head: Record<string, unknown> = { t: 'decisions', tick: wireInt(this.tick) };
+    if (this.basedOn !== undefined) head.basedOn = wireInt(this.basedOn);
+    let entries = Object.keys(head).length;
+    for (const l of this.lists) if (l.count > 0) entries++;
+    const start = encode(head);
+    const pieces: Buffer[] = [start];
+    for (let i = 0; i < 4; i++) {
+      const l = this.lists[i]!;
+      if (l.count === 0) continue;
+      pieces.push(encode(KEYS[i]), arrayHeader(l.count), l.buf.subarray(0, l.length));
+    }
+    const out = Buffer.concat(pieces);
+    // The head was encoded as a fixmap of its own entries (at most 3); widen it to all of them (at most 7).
+    out[0] = 0x80 | entries;
+    return out;
+  }
+}
+
+function arrayHeader(n: number): Buffer {
+  if (n < 16) return Buffer.from([0x90 | n]);
+  if (n < 0x10000) {
+    const b = Buffer.alloc(3);
+    b[0] = 0xdc;
+    b.writeUInt16BE(n, 1);
+    return b;
+  }
+  const b = Buffer.alloc(5);
+  b[0] = 0xdd;
+  b.writeUInt32BE(n, 1);
+  return b;
+}
