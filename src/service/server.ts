@@ -8,6 +8,7 @@ import type { TreeLibrary } from '../bt/library.js';
 import { apiKeyHook } from './auth.js';
 import { DEFAULT_TUNING, type LiveConnection, type ServerConfig, type ServiceContext } from './context.js';
 import { healthRoutes } from './health.js';
+import { ErrorCode } from '../protocol/index.js';
 import { HttpErrorCode, respond, setUpBodies } from './http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
 import { createAgentPool, type AgentPool } from './pool/index.js';
@@ -96,14 +97,20 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     // ws clears the idle timeout at the upgrade.
     requestTimeout: config.requestTimeoutMs,
     connectionTimeout: config.requestTimeoutMs,
+    // A URL fastify cannot even route (bad percent-encoding) answers in the protocol's terms too.
+    frameworkErrors: (error, request, reply) =>
+      respond(request, reply, { code: ErrorCode.E_BAD_FIELD, message: `url: ${error.message}` }, error.statusCode ?? 400),
   });
   app.server.headersTimeout = Math.min(config.requestTimeoutMs, 10_000);
   await app.register(websocket, {
     options: { maxPayload: config.maxFrameBytes },
     // A client vanishing mid-frame is routine: log it quietly and drop the socket.
+    // A frame over the size limit is a protocol error ws answers with close 1009 itself: let that
+    // close frame go out (behind whatever is still unsent) rather than reset the socket under it;
+    // ws destroys a socket whose close handshake does not finish within 30 s.
     errorHandler: (error, socket, request) => {
       request.log.debug({ err: error }, 'websocket error');
-      socket.terminate();
+      if (socket.readyState !== socket.CLOSING) socket.terminate();
     },
   });
   setUpBodies(app, config.maxFrameBytes);
