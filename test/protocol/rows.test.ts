@@ -182,7 +182,7 @@ describe('snapshot rows fast path', () => {
       for (const field of ['world', 'results', 'unknownField']) {
         const bytes = encode({ t: 'snapshot', tick: 1, time: 0, agents: rows.rows(), [field]: field === 'world' ? { deep: nest(levels - 1) } : nest(levels) });
         const { fast, slow } = bothPaths(bytes, 1);
-        expect(fast, `${field} nesting ${levels}`).toEqual(slow);
+        expect({ field, levels, result: fast }).toEqual({ field, levels, result: slow });
       }
     }
     const tooDeep = encode({ t: 'snapshot', tick: 1, time: 0, agents: rows.rows(), x: nest(LIMITS.maxDepth) });

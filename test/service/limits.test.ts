@@ -102,7 +102,7 @@ describe('HTTP sessions', () => {
     await withServer({ httpSessionRate: 1 }, async (s) => {
       // Sent together: the bucket holds one second's worth (one), the others find it empty.
       const replies = await Promise.all([0, 1, 2].map(() => http(s.base, 'POST', '/v1/sessions', {})));
-      const statuses = replies.map((r) => r.status).sort();
+      const statuses = replies.map((r) => r.status).toSorted();
       expect(statuses[0]).toBe(201);
       expect(statuses[2]).toBe(429);
       const limited = replies.find((r) => r.status === 429)!;
@@ -146,15 +146,12 @@ describe('HTTP timeouts and URL errors', () => {
     await withServer({}, async (s) => {
       for (const path of ['/v1/sessions/%zz', '/v1/sessions/%zz/agents', '/v1/sessions/x/agents/%E0%A4%A', '/v1/trees/%zz']) {
         const reply = await http(s.base, 'GET', path);
-        expect(reply.status, path).toBe(400);
-        expect(reply.body, path).toMatchObject({ code: 'E_BAD_FIELD' });
+        expect({ path, status: reply.status, body: reply.body }).toMatchObject({ path, status: 400, body: { code: 'E_BAD_FIELD' } });
       }
       expect(await http(s.base, 'GET', '/nope')).toMatchObject({ status: 404, body: { code: 'E_NOT_FOUND' } });
       const bad = await fetch(`${s.base}/v1/sessions`, { method: 'POST', body: '{bad', headers: { 'content-type': 'application/json' } });
       expect(bad.status).toBe(400);
       expect(await bad.json()).toMatchObject({ code: 'E_PROTOCOL' });
-      const bodies = [bad];
-      for (const r of bodies) expect(JSON.stringify(r)).not.toContain('FST_ERR');
     });
   });
 });
