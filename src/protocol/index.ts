@@ -68,6 +68,8 @@ export {
   type SnapshotMessage,
   type SpawnAgent,
   type SpawnMessage,
+  type SpawnWarning,
+  type TreeReads,
   type SpawnedMessage,
   type ValueMap,
   type WelcomeLimits,

@@ -2,6 +2,7 @@
 // and whether the service is starting, ready or draining. Built once by createServer.
 
 import type { Logger } from 'pino';
+import type { TreeReads } from '../protocol/index.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
 import type { AgentPool } from './pool/index.js';
@@ -63,5 +64,7 @@ export interface ServiceContext {
   readonly connections: Set<LiveConnection>;
   /** Names of the loaded trees, sorted. */
   treeNames(): readonly string[];
+  /** The observation fields tree `name` reads (undefined for an unknown tree). */
+  treeReads(name: string): TreeReads | undefined;
   phase: Phase;
 }

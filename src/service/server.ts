@@ -84,6 +84,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     sessions,
     connections,
     treeNames: () => treeNames,
+    treeReads: (name) => library.get(name)?.observed,
     phase: 'starting',
   };
 

@@ -16,6 +16,7 @@ import {
   type ParseOk,
 } from '../protocol/index.js';
 import type { ServiceContext } from './context.js';
+import { fieldWarnings } from './fieldWarnings.js';
 import { HttpError, HttpErrorCode, bodyMap, respond } from './http.js';
 import { TokenBucket } from './rate.js';
 import { SnapshotRefused, type Session } from './session.js';
@@ -115,6 +116,7 @@ export const sessionRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async 
         hz: 0,
         fields: session.fields,
         trees: ctx.treeNames(),
+        reads: Object.fromEntries(ctx.treeNames().map((t) => [t, ctx.treeReads(t)!])),
         limits: { maxAgents: ctx.config.maxAgents, maxFrameBytes: ctx.config.maxFrameBytes, maxListLength: LIMITS.maxListLength },
         idleTimeoutMs: ctx.config.resumeGraceMs,
       },
@@ -133,7 +135,8 @@ export const sessionRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async 
     const { msg, errors } = parse(request, 'spawn', session);
     const out = session.spawn(msg.agents, errors);
     count(out.errors);
-    return respond(request, reply, out.errors.length > 0 ? out : { ids: out.ids });
+    const warnings = fieldWarnings(session, msg.agents, out.ids, ctx.treeReads);
+    return respond(request, reply, { ids: out.ids, ...(out.errors.length > 0 ? { errors: out.errors } : {}), ...(warnings.length > 0 ? { warnings } : {}) });
   });
 
   app.post<IdParams>('/v1/sessions/:id/despawn', async (request, reply) => {

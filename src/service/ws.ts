@@ -22,6 +22,7 @@ import {
   type SnapshotMessage,
 } from '../protocol/index.js';
 import type { LiveConnection, ServiceContext } from './context.js';
+import { fieldWarnings } from './fieldWarnings.js';
 import { HttpErrorCode } from './http.js';
 import { Outbox, OutboxBudget } from './outbox.js';
 import { TokenBucket } from './rate.js';
@@ -293,7 +294,7 @@ class Connection implements LiveConnection, SessionOutput {
       case 'spawn': {
         const out = session.spawn(msg.agents, parsed.errors);
         this.countEntryErrors(out.errors);
-        this.outbox.send(encodeSpawned(out.ids, out.errors, msg.id));
+        this.outbox.send(encodeSpawned(out.ids, out.errors, msg.id, fieldWarnings(session, msg.agents, out.ids, this.ctx.treeReads)));
         return undefined;
       }
       case 'despawn': {
@@ -370,6 +371,7 @@ class Connection implements LiveConnection, SessionOutput {
           mode: session.mode,
           hz: session.hz,
           trees: ctx.treeNames(),
+          reads: Object.fromEntries(ctx.treeNames().map((t) => [t, ctx.treeReads(t)!])),
           limits: {
             maxAgents: ctx.config.maxAgents,
             maxFrameBytes: ctx.config.maxFrameBytes,
