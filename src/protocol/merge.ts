@@ -4,16 +4,17 @@
 import { encode } from './codec.js';
 import { wireInt, wireTuples, type DecisionsFields } from './encode.js';
 
-/** Fixed cost counted for a merger besides its byte lists (the objects themselves). */
+/** Fixed cost counted for a merger, and for each held chunk, besides their bytes (the objects themselves). */
 const OVERHEAD_BYTES = 512;
+const CHUNK_OVERHEAD_BYTES = 96;
 
-/** One list's encoded elements (the MessagePack array header stripped), grown by doubling. */
+/** One list's encoded elements (MessagePack array headers stripped), one exact-size chunk per tick. */
 class ByteList {
-  buf: Buffer = EMPTY;
+  readonly chunks: Buffer[] = [];
   length = 0;
   count = 0;
 
-  /** Appends the elements of one encoded MessagePack array. */
+  /** Appends the elements of one encoded MessagePack array (copied: `encoded` is a view of a shared buffer). */
   appendArray(encoded: Buffer): void {
     const b = encoded[0]!;
     let n: number;
@@ -28,20 +29,15 @@ class ByteList {
       n = encoded.readUInt32BE(1);
       header = 5;
     }
-    const bytes = encoded.length - header;
-    if (this.length + bytes > this.buf.length) {
-      // Exact-size allocations outside Node's shared pool, so the capacity is what is really held.
-      const grown = Buffer.allocUnsafeSlow(Math.max(this.length + bytes, this.buf.length * 2, 1024));
-      this.buf.copy(grown, 0, 0, this.length);
-      this.buf = grown;
-    }
-    encoded.copy(this.buf, this.length, header);
-    this.length += bytes;
+    // Outside Node's shared pool, so the size is what is really held.
+    const chunk = Buffer.allocUnsafeSlow(encoded.length - header);
+    encoded.copy(chunk, 0, header);
+    this.chunks.push(chunk);
+    this.length += chunk.length;
     this.count += n;
   }
 }
 
-const EMPTY = Buffer.alloc(0);
 const KEYS = ['actions', 'cancels', 'done', 'errors'] as const;
 
 /**
@@ -54,30 +50,37 @@ export class HeldDecisions {
   private basedOn: number | undefined;
   private readonly lists = [new ByteList(), new ByteList(), new ByteList(), new ByteList()] as const;
 
-  /** Memory held, in bytes: the byte lists' capacity plus a fixed overhead. */
-  get bytes(): number {
-    let total = OVERHEAD_BYTES;
-    for (const l of this.lists) total += l.buf.length;
-    return total;
-  }
+  /** Memory held, in bytes: the encoded entries plus a fixed overhead per chunk. */
+  bytes = OVERHEAD_BYTES;
 
-  /** Bytes the merged frame would take on the wire (a little less than {@link bytes}). */
-  get encodedBytes(): number {
-    let total = 64;
-    for (const l of this.lists) total += l.length + 16;
-    return total;
-  }
-
-  /** Encodes one tick's lists and appends them (the caller may reuse its lists afterwards). */
-  add(d: DecisionsFields): void {
-    this.tick = d.tick;
-    if (d.basedOn !== undefined) this.basedOn = d.basedOn;
+  /**
+   * Encodes one tick's lists and appends them (the caller may reuse its lists afterwards), unless
+   * they would take more than `room` bytes: then nothing is appended and false is returned.
+   */
+  add(d: DecisionsFields, room: number = Infinity): boolean {
     const parts: ReadonlyArray<readonly (readonly unknown[])[] | undefined> = [d.actions, d.cancels, d.done, d.errors];
+    const encoded: Array<Buffer | undefined> = [];
+    let size = 0;
     for (let i = 0; i < 4; i++) {
       const list = parts[i];
-      if (list === undefined || list.length === 0) continue;
-      this.lists[i]!.appendArray(encode(wireTuples(list, i < 2)));
+      if (list === undefined || list.length === 0) {
+        encoded.push(undefined);
+        continue;
+      }
+      // A view of the codec's output that later encodes leave alone; appendArray copies it.
+      const bytes = encode(wireTuples(list, i < 2));
+      encoded.push(bytes);
+      size += bytes.length + CHUNK_OVERHEAD_BYTES;
     }
+    if (size > room) return false;
+    this.tick = d.tick;
+    if (d.basedOn !== undefined) this.basedOn = d.basedOn;
+    for (let i = 0; i < 4; i++) {
+      const bytes = encoded[i];
+      if (bytes !== undefined) this.lists[i]!.appendArray(bytes);
+    }
+    this.bytes += size;
+    return true;
   }
 
   /** The merged `decisions` frame. */
@@ -91,7 +94,7 @@ export class HeldDecisions {
     for (let i = 0; i < 4; i++) {
       const l = this.lists[i]!;
       if (l.count === 0) continue;
-      pieces.push(encode(KEYS[i]), arrayHeader(l.count), l.buf.subarray(0, l.length));
+      pieces.push(encode(KEYS[i]), arrayHeader(l.count), ...l.chunks);
     }
     const out = Buffer.concat(pieces);
     // The head was encoded as a fixmap of its own entries (at most 3); widen it to all of them (at most 7).

@@ -107,7 +107,12 @@ export class Outbox {
       this.send(encodeDecisions(d), 'decisions');
       return;
     }
-    (this.held ??= new HeldDecisions()).add(d);
+    const held = (this.held ??= new HeldDecisions());
+    if (!held.add(d, this.room())) {
+      // Holding this tick would pass a cap: the reader is dropped before the memory is spent.
+      this.overflow();
+      return;
+    }
     this.options.onMerged();
     if (!this.congested) this.flush();
     else this.checkHard();
@@ -138,13 +143,25 @@ export class Outbox {
     }
     if (bytes > this.options.softBytes) this.wasCongested = true;
     // Over the service-wide cap, the sockets that are behind themselves are the ones dropped.
-    if (bytes > this.options.hardBytes || (budget?.over === true && bytes > this.options.softBytes)) {
-      this.overflowed = true;
-      this.held = undefined;
-      budget?.update(this.reported, this.socket.bufferedAmount);
-      this.reported = this.socket.bufferedAmount;
-      this.options.onOverflow();
-    }
+    if (bytes > this.options.hardBytes || (budget?.over === true && bytes > this.options.softBytes)) this.overflow();
+  }
+
+  /** Bytes this outbox may still hold before passing its own cap or the service-wide one. */
+  private room(): number {
+    const bytes = this.bytes;
+    let room = this.options.hardBytes - bytes;
+    const budget = this.options.budget;
+    if (budget !== undefined && budget.capBytes > 0) room = Math.min(room, budget.capBytes - (budget.used - this.reported + bytes));
+    return room;
+  }
+
+  private overflow(): void {
+    this.overflowed = true;
+    this.held = undefined;
+    const budget = this.options.budget;
+    budget?.update(this.reported, this.socket.bufferedAmount);
+    this.reported = this.socket.bufferedAmount;
+    this.options.onOverflow();
   }
 
   /** After each write reaches the kernel: the moment to send held decisions or resume reading. */

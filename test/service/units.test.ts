@@ -197,6 +197,7 @@ describe('Outbox', () => {
     // beside the 2000 unsent (counted at 32 bytes each, 250 were held).
     expect(events.overflow).toBe(1);
     expect(accepted * 1000).toBeLessThanOrEqual(10_000);
+    expect(outbox.bytes).toBeLessThanOrEqual(10_000);
   });
 
   test('the service-wide budget drops a lagging socket once all of them together pass it', () => {
