@@ -481,11 +481,15 @@ class Connection implements LiveConnection, SessionOutput {
   private close(code: number): void {
     this.ending = true;
     if (this.socket.readyState === this.socket.OPEN) this.socket.close(code);
+    // Read again (frames are ignored now) so the client's close reply is seen and nothing unread
+    // turns the final close into a reset.
+    this.pausedBy.clear();
+    if (this.socket.isPaused) this.socket.resume();
     const started = performance.now();
     let last = this.socket.bufferedAmount;
     const check = (): void => {
       const now = this.socket.bufferedAmount;
-      if (now > 0 && now < last && performance.now() - started < CLOSE_MAX_MS) {
+      if (now < last && performance.now() - started < CLOSE_MAX_MS) {
         last = now;
         timer = setTimeout(check, this.ctx.tuning.closeTimeoutMs ?? CLOSE_TIMEOUT_MS);
         timer.unref();

@@ -38,6 +38,29 @@ describe('slow readers', () => {
     }
   });
 
+  test('CANOPY_MAX_OUTBOX_BYTES drops the slow reader once all sockets together pass it; a reader that keeps up goes on', async () => {
+    // Per socket the cap is far away (64 MiB): only the service-wide one can act.
+    const s = await start({ trees: fixture.trees, maxOutboxBytes: 512 * 1024, tuning: { softBufferBytes: 64 * 1024, hardBufferBytes: 64 * 1024 * 1024 } });
+    try {
+      const fast = await RawClient.hello(s.wsUrl, { hz: 20 });
+      await fast.client.request({ t: 'spawn', agents: [{ id: 1, tree: 'talker' }] }, 'spawned');
+      const { client } = await RawClient.hello(s.wsUrl, { hz: 100 });
+      await client.request({ t: 'spawn', agents }, 'spawned');
+      client.socket.pause();
+      const metrics = async (): Promise<string> => (await http(s.base, 'GET', '/metrics')).body as string;
+      await expect.poll(async () => /canopy_goodbyes_total\{reason="slow consumer"\} 1/.test(await metrics()), { timeout: 20_000, interval: 100 }).toBe(true);
+      client.socket.resume();
+      expect(await client.next('goodbye', undefined, 20_000)).toEqual({ t: 'goodbye', reason: 'slow consumer' });
+      // The other session never noticed: its decisions still come.
+      const seen = fast.client.frames.length;
+      await fast.client.next('decisions', () => fast.client.frames.length > seen);
+      expect(fast.client.frames.some((f) => f.t === 'goodbye')).toBe(false);
+      await fast.client.close();
+    } finally {
+      await s.close();
+    }
+  });
+
   test('a frame far over the size limit closes 1009 even behind unsent decisions (was reset: 1006)', async () => {
     const s = await start({ trees: fixture.trees, maxFrameBytes: 512 * 1024, tuning: { softBufferBytes: 256 * 1024, hardBufferBytes: 64 * 1024 * 1024 } });
     try {
