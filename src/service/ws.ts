@@ -41,7 +41,6 @@ export const CloseCode = {
   goingAway: 1001,
   protocolError: 1002,
   policy: 1008,
-  tooBig: 1009,
 } as const;
 
 /** `goodbye.reason` values. */
