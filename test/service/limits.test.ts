@@ -142,6 +142,16 @@ describe('HTTP timeouts and URL errors', () => {
     });
   });
 
+  test('WebSocket connections outlive CANOPY_REQUEST_TIMEOUT_MS: the timeout is for HTTP requests only', async () => {
+    await withServer({ requestTimeoutMs: 200 }, async (s) => {
+      const { client } = await RawClient.hello(s.wsUrl, {});
+      // Idle for several times the HTTP idle timeout, which an HTTP connection would not survive.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(await client.request({ t: 'ping', n: 2 }, 'pong')).toMatchObject({ n: 2 });
+      await client.close();
+    });
+  });
+
   test('bad URLs and bodies answer with catalog codes, never fastify FST_ERR_* codes', async () => {
     await withServer({}, async (s) => {
       for (const path of ['/v1/sessions/%zz', '/v1/sessions/%zz/agents', '/v1/sessions/x/agents/%E0%A4%A', '/v1/trees/%zz']) {
