@@ -6,6 +6,7 @@ import type { Agent } from './agent.js';
 import type { NodeCatalog, ServiceBuilder } from './catalog.js';
 import type { AbortMode, ServiceDefinition, TreeDefinition } from './definition.js';
 import { compileExpression, truthy, type CompiledExpr } from './expr/index.js';
+import { ObservedCollector, type ObservedFields } from './expr/reads.js';
 import type { NodeBehavior, NodeBuilder, NodeDefinition } from './node.js';
 import { Status, TIME_EPSILON, type TickStatus } from './status.js';
 
@@ -33,6 +34,8 @@ export interface CompiledTree {
   readonly nodes: readonly NodeInfo[];
   /** Declared blackboard keys, subtrees' included. */
   readonly blackboardKeys: ReadonlySet<string>;
+  /** The `self.X` / `world.X` fields its expressions read (guards, params, args, services, subtrees). */
+  readonly observed: ObservedFields;
   /** Node numbers of action leaves, with the slots holding each one's seq and pending result. */
   readonly actionNodes: Int32Array;
   readonly actionSeqSlots: Int32Array;
@@ -133,7 +136,10 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
   const actionResultSlots: number[] = [];
   const childLists = pending.map((p) => p.info.children);
 
+  // Every expression the tree compiles passes here, so the observation fields it reads are all seen.
+  const observed = new ObservedCollector();
   const expr = (text: string, where: string): CompiledExpr => {
+    observed.add(text);
     const r = compileExpression(text, scope);
     if (!r.ok) throw new Error(`${where}: ${r.errors.map((e) => e.message).join('; ')}`);
     return r.fn;
@@ -156,6 +162,7 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
     slotCount: 0,
     nodes: pending.map((p) => p.info),
     blackboardKeys,
+    observed: { self: [], world: [], dynamic: [] },
     actionNodes: new Int32Array(0),
     actionSeqSlots: new Int32Array(0),
     actionResultSlots: new Int32Array(0),
@@ -222,6 +229,7 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
   return Object.freeze({
     ...tree,
     hash: hash.digest('hex').slice(0, 16),
+    observed: observed.result(),
     slotCount,
     root,
     actionNodes: Int32Array.from(actionNodes),

@@ -12,6 +12,8 @@ import type {
   DoneDecision,
   EntryError,
   Mode,
+  SpawnWarning,
+  TreeReads,
   WelcomeLimits,
 } from './messages.js';
 
@@ -68,7 +70,7 @@ function wireIds(ids: readonly AgentId[]): readonly (AgentId | bigint)[] {
  * when `withSeq`) is a wide integer; then a copy with those tuples copied. Decisions are built
  * once per session per tick, so the common case is one pass and no allocation.
  */
-function wireTuples<R extends readonly unknown[]>(rows: readonly R[], withSeq: boolean): readonly unknown[] {
+export function wireTuples<R extends readonly unknown[]>(rows: readonly R[], withSeq: boolean): readonly unknown[] {
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!;
     if (isWide(row[0]) || (withSeq && isWide(row[1]))) {
@@ -101,6 +103,8 @@ export interface WelcomeFields {
   readonly hz: number;
   readonly trees: readonly string[];
   readonly limits: WelcomeLimits;
+  /** Per tree, the observation fields it reads (left out when absent). */
+  readonly reads?: Readonly<Record<string, TreeReads>> | undefined;
 }
 
 /** Encodes `welcome` (answer to `hello`), with `re` when the hello had an `id`. */
@@ -115,13 +119,14 @@ export function encodeWelcome(fields: WelcomeFields, re?: number): Buffer {
     trees: fields.trees,
     limits: fields.limits,
   };
+  if (fields.reads !== undefined) msg.reads = fields.reads;
   if (re !== undefined) msg.re = wireInt(re);
   return encode(msg);
 }
 
-/** Encodes `spawned`: the ids created and, when there are any, the errors for the rest. */
-export function encodeSpawned(ids: readonly AgentId[], errors: readonly EntryError[], re?: number): Buffer {
-  return encodeIdsReply('spawned', ids, errors, re);
+/** Encodes `spawned`: the ids created and, when there are any, the errors for the rest and the warnings. */
+export function encodeSpawned(ids: readonly AgentId[], errors: readonly EntryError[], re?: number, warnings: readonly SpawnWarning[] = []): Buffer {
+  return encodeIdsReply('spawned', ids, errors, re, warnings);
 }
 
 /** Encodes `despawned`: the ids removed and, when there are any, the errors for the rest. */
@@ -134,9 +139,11 @@ function encodeIdsReply(
   ids: readonly AgentId[],
   errors: readonly EntryError[],
   re: number | undefined,
+  warnings: readonly SpawnWarning[] = [],
 ): Buffer {
   const msg: Record<string, unknown> = { t, ids: wireIds(ids) };
   if (errors.length > 0) msg.errors = wireEntryErrors(errors);
+  if (warnings.length > 0) msg.warnings = warnings;
   if (re !== undefined) msg.re = wireInt(re);
   return encode(msg);
 }

@@ -32,6 +32,7 @@ export {
   type WelcomeFields,
 } from './encode.js';
 export { LIMITS, PROTOCOL_VERSION } from './limits.js';
+export { HeldDecisions } from './merge.js';
 export { MAX_VECTOR, Tag, isPackedRows, readSnapshotRows, rowValue, unpackRows, type FastSnapshot, type PackedRows } from './rows.js';
 export {
   agentIdFromKey,
@@ -67,6 +68,8 @@ export {
   type SnapshotMessage,
   type SpawnAgent,
   type SpawnMessage,
+  type SpawnWarning,
+  type TreeReads,
   type SpawnedMessage,
   type ValueMap,
   type WelcomeLimits,

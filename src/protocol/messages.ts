@@ -168,6 +168,29 @@ export interface WelcomeMessage extends ServerReplyBase {
   /** Names of the loaded trees. */
   readonly trees: readonly string[];
   readonly limits: WelcomeLimits;
+  /** Per tree, the observation fields its expressions read (a protocol addition; absent from older servers). */
+  readonly reads?: Readonly<Record<string, TreeReads>>;
+}
+
+/** The top-level observation fields a tree reads: `self.X` and `world.X` names, statically. */
+export interface TreeReads {
+  readonly self: readonly string[];
+  readonly world: readonly string[];
+  /** Roots also read with computed keys (`self[k]`) or whole: the lists may then be incomplete. */
+  readonly dynamic: readonly ('self' | 'world')[];
+}
+
+/**
+ * A warning in `spawned.warnings` (a protocol addition): nothing was refused, but something will not
+ * work as the tree expects. Once per tree per session.
+ */
+export interface SpawnWarning {
+  /** `W_FIELD_NOT_DECLARED`: the tree reads `self` fields that `hello.fields` does not declare (they read null). */
+  readonly code: 'W_FIELD_NOT_DECLARED';
+  readonly tree: string;
+  /** The fields concerned. */
+  readonly fields: readonly string[];
+  readonly message: string;
 }
 
 /** A problem with one entry of a list: its agent id when it was readable, a code and a message. */
@@ -182,6 +205,8 @@ export interface SpawnedMessage extends ServerReplyBase {
   readonly t: 'spawned';
   readonly ids: readonly AgentId[];
   readonly errors?: readonly EntryError[];
+  /** Absent when empty (a protocol addition). */
+  readonly warnings?: readonly SpawnWarning[];
 }
 
 /** Answer to `despawn`: the ids removed; `errors` (absent when empty) for the rest. */

@@ -5,7 +5,7 @@
 // what the ordinary path refuses, and never reports an error of its own.
 
 import type { AgentId } from './messages.js';
-import { decode } from './codec.js';
+import { checkFrame, decode } from './codec.js';
 import { LIMITS } from './limits.js';
 
 /** Type tag of one row value: the value itself lives in `values` (numbers), `vectors` or `other`. */
@@ -137,9 +137,12 @@ function readFrame(width: number): FastSnapshot | undefined {
       continue;
     }
     const start = pos;
-    if (!skipValue(0)) return undefined;
-    // Small fields (t, tick, time, results, world...): the ordinary decoder, checks included.
-    fields[key] = decode(src.subarray(start, pos));
+    if (!skipValue(1)) return undefined;
+    // Small fields (t, tick, time, results, world...): the ordinary decoder, checks included. The
+    // field sits one level below the frame's map, so it may nest one level less than a whole frame.
+    const field = src.subarray(start, pos);
+    if (checkFrame(field, LIMITS.maxDepth - 1) !== undefined) return undefined;
+    fields[key] = decode(field);
   }
   if (pos !== end || rows === undefined || fields['t'] !== 'snapshot') return undefined;
   return { fields, rows };

@@ -238,6 +238,8 @@ function checkFields(fields: unknown, re: number | undefined): ParseFailure | un
       return badField(`hello.fields[${i}]`, `expected a non-empty string of at most ${LIMITS.maxFieldNameLength} characters`, re);
     }
     if (seen.has(name)) return badField(`hello.fields[${i}]`, `duplicate field name ${quote(name)}`, re);
+    // An observation is an object keyed by these names: "__proto__" would name its prototype, not a field.
+    if (name === '__proto__') return badField(`hello.fields[${i}]`, '"__proto__" is not allowed as a field name', re);
     seen.add(name);
   }
   return undefined;

@@ -32,6 +32,18 @@ export interface Config {
   readonly shutdownMs: number;
   /** Most WebSocket messages per second on one connection (bursts up to one second's worth); 0: unlimited. */
   readonly maxMessageRate: number;
+  /** Unsent plus held outbound bytes of all WebSocket connections together; 0: no service-wide cap. */
+  readonly maxOutboxBytes: number;
+  /** A WebSocket connection that has not said hello after this many milliseconds is closed; 0: never. */
+  readonly helloTimeoutMs: number;
+  /** Most open WebSocket connections; further upgrades are answered 503 (health routes never are). */
+  readonly maxConnections: number;
+  /** Most HTTP sessions open at once. */
+  readonly maxHttpSessions: number;
+  /** Most HTTP sessions created per second (bursts up to one second's worth); 0: unlimited. */
+  readonly httpSessionRate: number;
+  /** Longest an HTTP request may take to arrive, and longest an idle HTTP connection is kept, in ms. */
+  readonly requestTimeoutMs: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -58,6 +70,12 @@ export function defaultConfig(): Config {
     maxFrameBytes: LIMITS.defaultMaxFrameBytes,
     shutdownMs: 10_000,
     maxMessageRate: 10_000,
+    maxOutboxBytes: 256 * 1024 * 1024,
+    helloTimeoutMs: 10_000,
+    maxConnections: 900,
+    maxHttpSessions: 1000,
+    httpSessionRate: 100,
+    requestTimeoutMs: 30_000,
   };
 }
 
@@ -80,6 +98,12 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   maxFrameBytes: (raw, name) => ({ maxFrameBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
   shutdownMs: (raw, name) => ({ shutdownMs: integer(raw, name, 0, 600_000) }),
   maxMessageRate: (raw, name) => ({ maxMessageRate: integer(raw, name, 0, 10_000_000) }),
+  maxOutboxBytes: (raw, name) => ({ maxOutboxBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
+  helloTimeoutMs: (raw, name) => ({ helloTimeoutMs: integer(raw, name, 0, 3_600_000) }),
+  maxConnections: (raw, name) => ({ maxConnections: integer(raw, name, 1, 10_000_000) }),
+  maxHttpSessions: (raw, name) => ({ maxHttpSessions: integer(raw, name, 1, 10_000_000) }),
+  httpSessionRate: (raw, name) => ({ httpSessionRate: integer(raw, name, 0, 10_000_000) }),
+  requestTimeoutMs: (raw, name) => ({ requestTimeoutMs: integer(raw, name, 100, 3_600_000) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */

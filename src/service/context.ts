@@ -2,6 +2,7 @@
 // and whether the service is starting, ready or draining. Built once by createServer.
 
 import type { Logger } from 'pino';
+import type { TreeReads } from '../protocol/index.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
 import type { AgentPool } from './pool/index.js';
@@ -22,6 +23,8 @@ export interface Tuning {
   readonly retryAfterMs: number;
   /** A worker thread that leaves a tick unanswered this long is stuck and replaced (0: never). */
   readonly workerStallMs: number;
+  /** After a goodbye, how long a socket may drain nothing before it is destroyed (default 2 s). */
+  readonly closeTimeoutMs?: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -61,5 +64,7 @@ export interface ServiceContext {
   readonly connections: Set<LiveConnection>;
   /** Names of the loaded trees, sorted. */
   treeNames(): readonly string[];
+  /** The observation fields tree `name` reads (undefined for an unknown tree). */
+  treeReads(name: string): TreeReads | undefined;
   phase: Phase;
 }

@@ -1,8 +1,9 @@
 // What a session sends down its socket, with slow-reader handling: past a soft cap of unsent bytes
-// fixed-mode decisions are merged and held until the socket drains; past a hard cap the reader is
-// told goodbye and dropped, so one slow game server never grows the service's memory without bound.
+// fixed-mode decisions are merged and held (as encoded bytes, so their cost is exact) until the
+// socket drains; past a hard cap, per socket or service-wide, the reader is told goodbye and dropped,
+// so one slow game server never grows the service's memory without bound.
 
-import { encodeDecisions, type DecisionsFields } from '../protocol/index.js';
+import { HeldDecisions, encodeDecisions, type DecisionsFields } from '../protocol/index.js';
 
 /** The part of a `ws` WebSocket the outbox uses. */
 export interface OutboundSocket {
@@ -11,11 +12,40 @@ export interface OutboundSocket {
   send(data: Buffer, cb?: (err?: Error) => void): void;
 }
 
+/**
+ * Bytes unsent or held across every socket of the service, against one cap: a socket that pushes
+ * the total over it while it is itself behind is dropped, so many slow readers together stay bounded.
+ */
+export class OutboxBudget {
+  /** Service-wide cap in bytes (0: none). */
+  readonly capBytes: number;
+  /** Bytes unsent or held now, as last reported by each outbox. */
+  used = 0;
+  /** Highest `used` seen. */
+  peak = 0;
+
+  constructor(capBytes: number) {
+    this.capBytes = capBytes;
+  }
+
+  /** Replaces one outbox's share `before` by `after`. */
+  update(before: number, after: number): void {
+    this.used += after - before;
+    if (this.used > this.peak) this.peak = this.used;
+  }
+
+  get over(): boolean {
+    return this.capBytes > 0 && this.used > this.capBytes;
+  }
+}
+
 export interface OutboxOptions {
   /** Above this many unsent bytes, decisions are merged and held. */
   readonly softBytes: number;
-  /** Above this many unsent (or held) bytes, the reader is dropped. */
+  /** Above this many unsent plus held bytes, the reader is dropped. */
   readonly hardBytes: number;
+  /** The service-wide budget this outbox counts against, if any. */
+  readonly budget?: OutboxBudget | undefined;
   /** Every frame handed to the socket. */
   onSent(bytes: number, kind: 'decisions' | 'other'): void;
   /** Decisions were held back and merged (a slow reader). */
@@ -27,28 +57,16 @@ export interface OutboxOptions {
 }
 
 const OPEN = 1;
-/** Rough size of one held decision tuple, for the hard cap on held decisions. */
-const HELD_ENTRY_BYTES = 32;
-
-type Tuple = readonly unknown[];
-
-interface Held {
-  tick: number;
-  basedOn: number | undefined;
-  actions: Tuple[];
-  cancels: Tuple[];
-  done: Tuple[];
-  errors: Tuple[];
-}
 
 /** One socket's outbound side. */
 export class Outbox {
   private readonly socket: OutboundSocket;
   private readonly options: OutboxOptions;
-  private held: Held | undefined;
-  private heldEntries = 0;
+  private held: HeldDecisions | undefined;
   private overflowed = false;
   private wasCongested = false;
+  /** This outbox's share of the service-wide budget, as last reported. */
+  private reported = 0;
 
   constructor(socket: OutboundSocket, options: OutboxOptions) {
     this.socket = socket;
@@ -63,6 +81,11 @@ export class Outbox {
   /** True while merged decisions wait for the socket to drain. */
   get holding(): boolean {
     return this.held !== undefined;
+  }
+
+  /** Bytes unsent on the socket plus bytes of held decisions. */
+  get bytes(): number {
+    return this.socket.bufferedAmount + (this.held?.bytes ?? 0);
   }
 
   /** Sends a reply or notice (welcome, spawned, error, pong, goodbye...) now, in order. */
@@ -84,11 +107,12 @@ export class Outbox {
       this.send(encodeDecisions(d), 'decisions');
       return;
     }
-    const held = (this.held ??= { tick: d.tick, basedOn: d.basedOn, actions: [], cancels: [], done: [], errors: [] });
-    held.tick = d.tick;
-    if (d.basedOn !== undefined) held.basedOn = d.basedOn;
-    // Copy the tuples: the caller may reuse its lists after this returns.
-    this.heldEntries += append(held.actions, d.actions) + append(held.cancels, d.cancels) + append(held.done, d.done) + append(held.errors, d.errors);
+    const held = (this.held ??= new HeldDecisions());
+    if (!held.add(d, this.room())) {
+      // Holding this tick would pass a cap: the reader is dropped before the memory is spent.
+      this.overflow();
+      return;
+    }
     this.options.onMerged();
     if (!this.congested) this.flush();
     else this.checkHard();
@@ -99,35 +123,57 @@ export class Outbox {
     const held = this.held;
     if (held === undefined || this.congested || this.overflowed) return;
     this.held = undefined;
-    this.heldEntries = 0;
-    this.send(
-      encodeDecisions({
-        tick: held.tick,
-        basedOn: held.basedOn,
-        actions: held.actions as unknown as DecisionsFields['actions'],
-        cancels: held.cancels as unknown as DecisionsFields['cancels'],
-        done: held.done as unknown as DecisionsFields['done'],
-        errors: held.errors as unknown as DecisionsFields['errors'],
-      }),
-      'decisions',
-    );
+    this.send(held.frame(), 'decisions');
+  }
+
+  /** The socket closed: its bytes no longer count against the service-wide budget. */
+  release(): void {
+    this.held = undefined;
+    this.options.budget?.update(this.reported, 0);
+    this.reported = 0;
   }
 
   private checkHard(): void {
     if (this.overflowed) return;
-    const bytes = this.socket.bufferedAmount + this.heldEntries * HELD_ENTRY_BYTES;
-    if (bytes > this.options.softBytes) this.wasCongested = true;
-    if (bytes > this.options.hardBytes) {
-      this.overflowed = true;
-      this.held = undefined;
-      this.heldEntries = 0;
-      this.options.onOverflow();
+    const bytes = this.bytes;
+    const budget = this.options.budget;
+    if (budget !== undefined) {
+      budget.update(this.reported, bytes);
+      this.reported = bytes;
     }
+    if (bytes > this.options.softBytes) this.wasCongested = true;
+    // Over the service-wide cap, the sockets that are behind themselves are the ones dropped.
+    if (bytes > this.options.hardBytes || (budget?.over === true && bytes > this.options.softBytes)) this.overflow();
+  }
+
+  /** Bytes this outbox may still hold before passing its own cap or the service-wide one. */
+  private room(): number {
+    const bytes = this.bytes;
+    let room = this.options.hardBytes - bytes;
+    const budget = this.options.budget;
+    if (budget !== undefined && budget.capBytes > 0) room = Math.min(room, budget.capBytes - (budget.used - this.reported + bytes));
+    return room;
+  }
+
+  private overflow(): void {
+    this.overflowed = true;
+    this.held = undefined;
+    const budget = this.options.budget;
+    budget?.update(this.reported, this.socket.bufferedAmount);
+    this.reported = this.socket.bufferedAmount;
+    this.options.onOverflow();
   }
 
   /** After each write reaches the kernel: the moment to send held decisions or resume reading. */
   private readonly afterWrite = (): void => {
-    if (this.overflowed || this.congested) return;
+    if (this.overflowed) return;
+    const budget = this.options.budget;
+    if (budget !== undefined) {
+      const bytes = this.bytes;
+      budget.update(this.reported, bytes);
+      this.reported = bytes;
+    }
+    if (this.congested) return;
     if (this.held !== undefined) this.flush();
     if (this.wasCongested) {
       this.wasCongested = false;
@@ -143,10 +189,4 @@ export class Outbox {
     this.socket.send(frame);
     this.options.onSent(frame.length, 'other');
   }
-}
-
-function append(into: Tuple[], from: readonly Tuple[] | undefined): number {
-  if (from === undefined) return 0;
-  for (let i = 0; i < from.length; i++) into.push(from[i]!.slice());
-  return from.length;
 }

@@ -8,6 +8,7 @@ import type { TreeLibrary } from '../bt/library.js';
 import { apiKeyHook } from './auth.js';
 import { DEFAULT_TUNING, type LiveConnection, type ServerConfig, type ServiceContext } from './context.js';
 import { healthRoutes } from './health.js';
+import { ErrorCode } from '../protocol/index.js';
 import { HttpErrorCode, respond, setUpBodies } from './http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
 import { createAgentPool, type AgentPool } from './pool/index.js';
@@ -83,6 +84,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     sessions,
     connections,
     treeNames: () => treeNames,
+    treeReads: (name) => library.get(name)?.observed,
     phase: 'starting',
   };
 
@@ -91,13 +93,25 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     logController: new QuietRequests(),
     bodyLimit: config.maxFrameBytes,
     return503OnClosing: true,
+    // A request must arrive whole, and an idle connection goes, within CANOPY_REQUEST_TIMEOUT_MS
+    // (a lying Content-Length would otherwise hold a socket for good). WebSocket sockets are exempt:
+    // ws clears the idle timeout at the upgrade.
+    requestTimeout: config.requestTimeoutMs,
+    connectionTimeout: config.requestTimeoutMs,
+    // A URL fastify cannot even route (bad percent-encoding) answers in the protocol's terms too.
+    frameworkErrors: (error, request, reply) =>
+      respond(request, reply, { code: ErrorCode.E_BAD_FIELD, message: `url: ${error.message}` }, error.statusCode ?? 400),
   });
+  app.server.headersTimeout = Math.min(config.requestTimeoutMs, 10_000);
   await app.register(websocket, {
     options: { maxPayload: config.maxFrameBytes },
     // A client vanishing mid-frame is routine: log it quietly and drop the socket.
+    // A frame over the size limit is a protocol error ws answers with close 1009 itself: let that
+    // close frame go out (behind whatever is still unsent) rather than reset the socket under it;
+    // ws destroys a socket whose close handshake does not finish within 30 s.
     errorHandler: (error, socket, request) => {
       request.log.debug({ err: error }, 'websocket error');
-      socket.terminate();
+      if (socket.readyState !== socket.CLOSING) socket.terminate();
     },
   });
   setUpBodies(app, config.maxFrameBytes);
@@ -118,6 +132,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   const close = async (): Promise<void> => {
     ctx.phase = 'draining';
     const live = [...connections];
+    const drained = ctx.sessions.size;
     for (const c of live) c.stopReading();
     // Finish the ticks in flight; fixed-mode decisions they make still go out.
     await Promise.all(ctx.sessions.list().map((s) => s.quiesce()));
@@ -127,7 +142,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     await app.close();
     await pool.close();
     ctx.phase = 'closed';
-    logger.info('canopy stopped');
+    logger.info({ sessionsDrained: drained, connections: live.length }, 'canopy stopped');
   };
 
   return {

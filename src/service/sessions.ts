@@ -58,22 +58,27 @@ export class SessionRegistry {
     this.cancelTimer(session);
     const timer = setTimeout(() => {
       this.timers.delete(session);
-      void this.free(session);
+      void this.free(session, session.transport === 'http' ? 'idle timeout' : 'resume grace expired');
     }, ms);
     timer.unref();
     this.timers.set(session, timer);
   }
 
-  /** Ends a session and frees its agents. */
-  async free(session: Session): Promise<void> {
+  /** Ends a session and frees its agents; logged at info with `reason`. */
+  async free(session: Session, reason = 'freed'): Promise<void> {
     this.cancelTimer(session);
-    this.byId.delete(session.id);
+    if (this.byId.delete(session.id)) {
+      this.host.logger.info(
+        { session: session.id, mode: session.mode, transport: session.transport, agents: this.host.pool.agentCount(session.id), reason },
+        'session closed',
+      );
+    }
     await session.end();
   }
 
   /** Ends every session (shutdown). */
   async freeAll(): Promise<void> {
-    await Promise.all(this.list().map((s) => this.free(s)));
+    await Promise.all(this.list().map((s) => this.free(s, 'shutdown')));
   }
 
   private cancelTimer(session: Session): void {

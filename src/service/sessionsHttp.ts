@@ -16,13 +16,17 @@ import {
   type ParseOk,
 } from '../protocol/index.js';
 import type { ServiceContext } from './context.js';
+import { fieldWarnings } from './fieldWarnings.js';
 import { HttpError, HttpErrorCode, bodyMap, respond } from './http.js';
+import { TokenBucket } from './rate.js';
 import { SnapshotRefused, type Session } from './session.js';
 
 type IdParams = { Params: { id: string } };
 
 export const sessionRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app, { ctx }) => {
   const { sessions, pool } = ctx;
+  // CANOPY_HTTP_SESSION_RATE: session creation, service-wide (a script in a loop must not fill memory).
+  const creations = new TokenBucket(ctx.config.httpSessionRate, performance.now());
 
   /** The session `:id`, any transport. Looking does not count as activity. */
   const find = (request: FastifyRequest<IdParams>): Session => {
@@ -88,8 +92,21 @@ export const sessionRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async 
       throw new HttpError(400, ErrorCode.E_BAD_FIELD, Msg.badField('mode', 'HTTP sessions are lockstep; use the WebSocket for fixed-rate sessions'));
     }
     const hello = parse(request, 'hello', undefined, { v: PROTOCOL_VERSION });
+    let open = 0;
+    for (const s of sessions.list()) if (s.transport === 'http' && !s.ended) open++;
+    if (open >= ctx.config.maxHttpSessions) {
+      ctx.metrics.errors.inc({ code: ErrorCode.E_LIMIT });
+      throw new HttpError(503, ErrorCode.E_LIMIT, Msg.limit('open HTTP sessions (CANOPY_MAX_HTTP_SESSIONS)', ctx.config.maxHttpSessions));
+    }
+    const now = performance.now();
+    if (!creations.take(now)) {
+      ctx.metrics.errors.inc({ code: ErrorCode.E_LIMIT });
+      void reply.header('retry-after', Math.max(1, Math.ceil(creations.msUntilToken(now) / 1000)));
+      throw new HttpError(429, ErrorCode.E_LIMIT, `more than ${ctx.config.httpSessionRate} HTTP sessions created per second; retry later`);
+    }
     const session = sessions.create({ mode: 'lockstep', hz: 0, fields: hello.msg.fields ?? null, transport: 'http' });
     sessions.keepFor(session);
+    request.log.info({ session: session.id, mode: session.mode, transport: 'http' }, 'session opened');
     return respond(
       request,
       reply,
@@ -99,6 +116,7 @@ export const sessionRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async 
         hz: 0,
         fields: session.fields,
         trees: ctx.treeNames(),
+        reads: Object.fromEntries(ctx.treeNames().map((t) => [t, ctx.treeReads(t)!])),
         limits: { maxAgents: ctx.config.maxAgents, maxFrameBytes: ctx.config.maxFrameBytes, maxListLength: LIMITS.maxListLength },
         idleTimeoutMs: ctx.config.resumeGraceMs,
       },
@@ -108,7 +126,7 @@ export const sessionRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async 
 
   app.delete<IdParams>('/v1/sessions/:id', async (request, reply) => {
     const session = findHttp(request);
-    await sessions.free(session);
+    await sessions.free(session, 'deleted');
     return reply.code(204).send();
   });
 
@@ -117,7 +135,8 @@ export const sessionRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async 
     const { msg, errors } = parse(request, 'spawn', session);
     const out = session.spawn(msg.agents, errors);
     count(out.errors);
-    return respond(request, reply, out.errors.length > 0 ? out : { ids: out.ids });
+    const warnings = fieldWarnings(session, msg.agents, out.ids, ctx.treeReads);
+    return respond(request, reply, { ids: out.ids, ...(out.errors.length > 0 ? { errors: out.errors } : {}), ...(warnings.length > 0 ? { warnings } : {}) });
   });
 
   app.post<IdParams>('/v1/sessions/:id/despawn', async (request, reply) => {

@@ -93,6 +93,8 @@ export const treeRoutes: FastifyPluginAsync<{ library: TreeLibrary }> = async (a
         description: def?.description ?? null,
         blackboard: Object.keys(def?.blackboard ?? {}),
         nodes: library.get(name)?.nodeCount ?? 0,
+        // The observation fields the tree's expressions read, subtrees included.
+        reads: library.get(name)?.observed ?? { self: [], world: [], dynamic: [] },
       };
     });
     return respond(request, reply, { trees });

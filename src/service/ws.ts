@@ -22,15 +22,18 @@ import {
   type SnapshotMessage,
 } from '../protocol/index.js';
 import type { LiveConnection, ServiceContext } from './context.js';
+import { fieldWarnings } from './fieldWarnings.js';
 import { HttpErrorCode } from './http.js';
-import { Outbox } from './outbox.js';
+import { Outbox, OutboxBudget } from './outbox.js';
 import { TokenBucket } from './rate.js';
 import { SnapshotRefused, type Session, type SessionOutput } from './session.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 64;
-/** After a goodbye, how long the close handshake may take before the socket is destroyed. */
+/** After a goodbye, how long the socket may make no progress (nothing drained) before it is destroyed. */
 const CLOSE_TIMEOUT_MS = 2000;
+/** After a goodbye, the longest a socket that keeps draining slowly is given to read it. */
+const CLOSE_MAX_MS = 60_000;
 
 /** WebSocket close codes the service uses. */
 export const CloseCode = {
@@ -46,11 +49,14 @@ export const GoodbyeReason = {
   slowConsumer: 'slow consumer',
   abuse: 'too many invalid messages',
   replaced: 'session resumed by another connection',
+  helloTimeout: 'no hello in time',
 } as const;
 
 /** The route; the upgrade itself is guarded by the hooks of the enclosing scope (API keys, draining). */
 export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app, { ctx }) => {
   const live = new Set<Connection>();
+  // Unsent and held bytes of every socket together, against CANOPY_MAX_OUTBOX_BYTES.
+  const budget = new OutboxBudget(ctx.config.maxOutboxBytes);
   // One timer for every socket: each tick pings, and drops the sockets that missed the last ping.
   const pinger = setInterval(() => {
     for (const c of live) c.heartbeat();
@@ -61,11 +67,21 @@ export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app,
   app.addHook('onRequest', async (_request, reply) => {
     if (ctx.phase !== 'ready') {
       await reply.code(503).header('retry-after', Math.ceil(ctx.tuning.retryAfterMs / 1000)).send({ code: HttpErrorCode.E_UNAVAILABLE, message: 'the service is not accepting new sessions' });
+      return;
+    }
+    // CANOPY_MAX_CONNECTIONS: refused at the upgrade, so the process keeps file descriptors for
+    // /healthz, /readyz and HTTP sessions.
+    if (live.size >= ctx.config.maxConnections) {
+      ctx.metrics.errors.inc({ code: ErrorCode.E_LIMIT });
+      await reply
+        .code(503)
+        .header('retry-after', Math.ceil(ctx.tuning.retryAfterMs / 1000))
+        .send({ code: ErrorCode.E_LIMIT, message: Msg.limit('open WebSocket connections (CANOPY_MAX_CONNECTIONS)', ctx.config.maxConnections) });
     }
   });
 
   app.get('/v1/ws', { websocket: true }, (socket, request) => {
-    const connection = new Connection(socket, ctx, request.log);
+    const connection = new Connection(socket, ctx, request.log, budget);
     live.add(connection);
     ctx.connections.add(connection);
     void connection.closed.then(() => {
@@ -97,8 +113,11 @@ class Connection implements LiveConnection, SessionOutput {
   private alive = true;
   private invalidCount = 0;
   private invalidWindowStart = 0;
+  /** CANOPY_HELLO_TIMEOUT_MS: a socket that never says hello is told goodbye. */
+  private helloTimer: NodeJS.Timeout | undefined;
+  private closeReason = 'socket closed';
 
-  constructor(socket: WebSocket, ctx: ServiceContext, log: FastifyBaseLogger) {
+  constructor(socket: WebSocket, ctx: ServiceContext, log: FastifyBaseLogger, budget: OutboxBudget) {
     this.socket = socket;
     this.ctx = ctx;
     this.log = log;
@@ -107,6 +126,7 @@ class Connection implements LiveConnection, SessionOutput {
     this.outbox = new Outbox(socket, {
       softBytes: ctx.tuning.softBufferBytes,
       hardBytes: ctx.tuning.hardBufferBytes,
+      budget,
       onSent: (bytes, kind) => {
         metrics.bytesOut.inc({ transport: 'ws' }, bytes);
         if (kind === 'decisions') metrics.decisionsFrames.inc({ mode: this.session?.mode ?? 'fixed' });
@@ -123,6 +143,13 @@ class Connection implements LiveConnection, SessionOutput {
     socket.on('pong', () => {
       this.alive = true;
     });
+    if (ctx.config.helloTimeoutMs > 0) {
+      this.helloTimer = setTimeout(() => {
+        this.helloTimer = undefined;
+        if (this.session === undefined) this.goodbye(GoodbyeReason.helloTimeout);
+      }, ctx.config.helloTimeoutMs);
+      this.helloTimer.unref();
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -202,8 +229,14 @@ class Connection implements LiveConnection, SessionOutput {
   private onClose(): void {
     this.ending = true;
     clearTimeout(this.throttleTimer);
+    clearTimeout(this.helloTimer);
+    this.outbox.release();
     const session = this.session;
     if (session === undefined || session.ended || !session.isAttachedTo(this)) return;
+    this.log.info(
+      { session: session.id, mode: session.mode, transport: 'ws', agents: this.ctx.pool.agentCount(session.id), reason: this.closeReason },
+      'session connection closed',
+    );
     void session.detach(this);
     // At shutdown every session is freed anyway; otherwise keep it for a resume.
     if (this.ctx.phase === 'ready') this.ctx.sessions.keepFor(session);
@@ -260,7 +293,7 @@ class Connection implements LiveConnection, SessionOutput {
       case 'spawn': {
         const out = session.spawn(msg.agents, parsed.errors);
         this.countEntryErrors(out.errors);
-        this.outbox.send(encodeSpawned(out.ids, out.errors, msg.id));
+        this.outbox.send(encodeSpawned(out.ids, out.errors, msg.id, fieldWarnings(session, msg.agents, out.ids, this.ctx.treeReads)));
         return undefined;
       }
       case 'despawn': {
@@ -327,6 +360,8 @@ class Connection implements LiveConnection, SessionOutput {
       transport: 'ws',
     });
     this.session = session;
+    clearTimeout(this.helloTimer);
+    this.helloTimer = undefined;
     this.outbox.send(
       encodeWelcome(
         {
@@ -335,6 +370,7 @@ class Connection implements LiveConnection, SessionOutput {
           mode: session.mode,
           hz: session.hz,
           trees: ctx.treeNames(),
+          reads: Object.fromEntries(ctx.treeNames().map((t) => [t, ctx.treeReads(t)!])),
           limits: {
             maxAgents: ctx.config.maxAgents,
             maxFrameBytes: ctx.config.maxFrameBytes,
@@ -349,7 +385,7 @@ class Connection implements LiveConnection, SessionOutput {
       ),
     );
     session.attach(this);
-    this.log.debug({ session: session.id, mode: session.mode, resumed }, resumed ? 'session resumed' : 'session opened');
+    this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
   }
 
   private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number): Promise<void> {
@@ -376,7 +412,8 @@ class Connection implements LiveConnection, SessionOutput {
 
   private bye(session: Session): void {
     this.ending = true;
-    void this.ctx.sessions.free(session);
+    this.closeReason = 'bye';
+    void this.ctx.sessions.free(session, 'bye');
     this.close(CloseCode.normal);
   }
 
@@ -429,15 +466,37 @@ class Connection implements LiveConnection, SessionOutput {
   /** Tells the client why, then closes. The session stays resumable unless the service is shutting down. */
   goodbye(reason: string, retryAfterMs?: number): void {
     if (this.socket.readyState !== this.socket.OPEN) return;
+    this.closeReason = `goodbye: ${reason}`;
     this.ctx.metrics.goodbyes.inc({ reason });
     this.outbox.last(encodeGoodbye(reason, retryAfterMs));
     this.close(reason === GoodbyeReason.shutdown ? CloseCode.goingAway : CloseCode.policy);
   }
 
+  /**
+   * Starts the close handshake. A socket that stops draining for CLOSE_TIMEOUT_MS is destroyed; one
+   * still draining (a slow reader working through what was sent before its goodbye) is given up to
+   * CLOSE_MAX_MS, so the goodbye and the close code reach it.
+   */
   private close(code: number): void {
     this.ending = true;
     if (this.socket.readyState === this.socket.OPEN) this.socket.close(code);
-    const timer = setTimeout(() => this.socket.terminate(), CLOSE_TIMEOUT_MS);
+    // Read again (frames are ignored now) so the client's close reply is seen and nothing unread
+    // turns the final close into a reset.
+    this.pausedBy.clear();
+    if (this.socket.isPaused) this.socket.resume();
+    const started = performance.now();
+    let last = this.socket.bufferedAmount;
+    const check = (): void => {
+      const now = this.socket.bufferedAmount;
+      if (now < last && performance.now() - started < CLOSE_MAX_MS) {
+        last = now;
+        timer = setTimeout(check, this.ctx.tuning.closeTimeoutMs ?? CLOSE_TIMEOUT_MS);
+        timer.unref();
+        return;
+      }
+      this.socket.terminate();
+    };
+    let timer = setTimeout(check, this.ctx.tuning.closeTimeoutMs ?? CLOSE_TIMEOUT_MS);
     timer.unref();
     void this.closed.then(() => clearTimeout(timer));
   }

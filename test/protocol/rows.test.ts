@@ -168,6 +168,42 @@ describe('snapshot rows fast path', () => {
     expect(packedRuns).toBeGreaterThan(20);
   });
 
+  test('nesting at and past the depth limit: both paths agree (a field 33 deep was accepted by the fast path)', () => {
+    const rows = new RowWriter(['a']);
+    add(rows, 1, 2);
+    /** A value nesting `levels` containers (maps and arrays alternating). */
+    const nest = (levels: number): unknown => {
+      let v: unknown = 1;
+      for (let i = 0; i < levels; i++) v = i % 2 === 0 ? [v] : { k: v };
+      return v;
+    };
+    // The frame's map is level 1, so a field value may nest LIMITS.maxDepth - 1 levels.
+    for (let levels = LIMITS.maxDepth - 4; levels <= LIMITS.maxDepth + 2; levels++) {
+      for (const field of ['world', 'results', 'unknownField']) {
+        const bytes = encode({ t: 'snapshot', tick: 1, time: 0, agents: rows.rows(), [field]: field === 'world' ? { deep: nest(levels - 1) } : nest(levels) });
+        const { fast, slow } = bothPaths(bytes, 1);
+        expect({ field, levels, result: fast }).toEqual({ field, levels, result: slow });
+      }
+    }
+    const tooDeep = encode({ t: 'snapshot', tick: 1, time: 0, agents: rows.rows(), x: nest(LIMITS.maxDepth) });
+    expect(bothPaths(tooDeep, 1).slow).toMatchObject({ ok: false, code: 'E_PROTOCOL' });
+    expect(bothPaths(tooDeep, 1).fast).toMatchObject({ ok: false, code: 'E_PROTOCOL' });
+  });
+
+  test('property: any nesting depth of any field gives the same result on both paths', () => {
+    const rows = new RowWriter(['a', 'b']);
+    add(rows, 1, 2, [1, 2]);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: LIMITS.maxDepth + 3 }), fc.constantFrom('world', 'results', 'extra', 'time'), fc.boolean(), (levels, field, arraysFirst) => {
+        let v: unknown = 'x';
+        for (let i = 0; i < levels; i++) v = (i % 2 === 0) === arraysFirst ? [v] : { k: v };
+        const { fast, slow } = bothPaths(encode({ t: 'snapshot', tick: 1, time: 0, agents: rows.rows(), [field]: v }), 2);
+        expect(fast).toEqual(slow);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   test('property: truncated or corrupted frames give the same result on both paths, and never throw', () => {
     const rows = new RowWriter(['a', 'b', 'c']);
     for (let i = 0; i < 20; i++) add(rows, i, i * 1.5, i % 2 === 0, [i, -i]);

@@ -34,6 +34,12 @@ describe('parseConfig', () => {
       maxFrameBytes: 16 * 1024 * 1024,
       shutdownMs: 10_000,
       maxMessageRate: 10_000,
+      maxOutboxBytes: 256 * 1024 * 1024,
+      helloTimeoutMs: 10_000,
+      maxConnections: 900,
+      maxHttpSessions: 1000,
+      httpSessionRate: 100,
+      requestTimeoutMs: 30_000,
     });
     expect(c.workers).toBeGreaterThanOrEqual(1);
   });
@@ -53,6 +59,12 @@ describe('parseConfig', () => {
       CANOPY_MAX_FRAME_BYTES: '65536',
       CANOPY_SHUTDOWN_MS: '2000',
       CANOPY_MAX_MESSAGE_RATE: '0',
+      CANOPY_MAX_OUTBOX_BYTES: '1048576',
+      CANOPY_HELLO_TIMEOUT_MS: '0',
+      CANOPY_MAX_CONNECTIONS: '50',
+      CANOPY_MAX_HTTP_SESSIONS: '20',
+      CANOPY_HTTP_SESSION_RATE: '0',
+      CANOPY_REQUEST_TIMEOUT_MS: '5000',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -70,6 +82,12 @@ describe('parseConfig', () => {
       maxFrameBytes: 65536,
       shutdownMs: 2000,
       maxMessageRate: 0,
+      maxOutboxBytes: 1_048_576,
+      helloTimeoutMs: 0,
+      maxConnections: 50,
+      maxHttpSessions: 20,
+      httpSessionRate: 0,
+      requestTimeoutMs: 5000,
     });
   });
 
@@ -116,6 +134,12 @@ describe('parseConfig', () => {
       'CANOPY_MAX_FRAME_BYTES',
       'CANOPY_SHUTDOWN_MS',
       'CANOPY_MAX_MESSAGE_RATE',
+      'CANOPY_MAX_OUTBOX_BYTES',
+      'CANOPY_HELLO_TIMEOUT_MS',
+      'CANOPY_MAX_CONNECTIONS',
+      'CANOPY_MAX_HTTP_SESSIONS',
+      'CANOPY_HTTP_SESSION_RATE',
+      'CANOPY_REQUEST_TIMEOUT_MS',
     ]);
   });
 

@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { decode, type ActionDecision } from '../../src/protocol/index.js';
 import { FixedClock, type ClockTick } from '../../src/service/clock.js';
-import { Outbox, type OutboundSocket } from '../../src/service/outbox.js';
+import { Outbox, OutboxBudget, type OutboundSocket } from '../../src/service/outbox.js';
 import { TokenBucket } from '../../src/service/rate.js';
 
 describe('FixedClock', () => {
@@ -113,12 +113,13 @@ describe('Outbox', () => {
     }
   }
 
-  function setUp() {
+  function setUp(budget?: OutboxBudget) {
     const socket = new FakeSocket();
     const events = { merged: 0, overflow: 0, drained: 0, sent: 0 };
     const outbox = new Outbox(socket, {
       softBytes: 1000,
       hardBytes: 10_000,
+      budget,
       onSent: () => void events.sent++,
       onMerged: () => void events.merged++,
       onOverflow: () => void events.overflow++,
@@ -178,9 +179,44 @@ describe('Outbox', () => {
   test('held decisions count toward the hard cap', () => {
     const { socket, events, outbox } = setUp();
     socket.bufferedAmount = 2000;
-    const actions = Array.from({ length: 400 }, (_, i): ActionDecision => [i, 1, 'go', {}]);
+    const actions = Array.from({ length: 1000 }, (_, i): ActionDecision => [i, 1, 'go', {}]);
     outbox.decisions({ tick: 1, actions });
     expect(events.overflow).toBe(1);
+  });
+
+  test('held decisions with long client strings count their real size: the hard cap holds (slow reader memory)', () => {
+    const { socket, events, outbox } = setUp();
+    socket.bufferedAmount = 2000;
+    const waypoint = 'w'.repeat(1000);
+    let accepted = 0;
+    while (events.overflow === 0 && accepted < 10_000) {
+      outbox.decisions({ tick: accepted, actions: [[accepted, 1, 'goto', { waypoint }]] });
+      accepted++;
+    }
+    // Each held decision is over 1000 bytes encoded: at most ~8 fit under the 10,000-byte cap
+    // beside the 2000 unsent (counted at 32 bytes each, 250 were held).
+    expect(events.overflow).toBe(1);
+    expect(accepted * 1000).toBeLessThanOrEqual(10_000);
+    expect(outbox.bytes).toBeLessThanOrEqual(10_000);
+  });
+
+  test('the service-wide budget drops a lagging socket once all of them together pass it', () => {
+    const budget = new OutboxBudget(12_000);
+    const a = setUp(budget);
+    const b = setUp(budget);
+    a.socket.bufferedAmount = 2000;
+    b.socket.bufferedAmount = 2000;
+    const waypoint = 'w'.repeat(1000);
+    for (let i = 0; i < 4; i++) {
+      a.outbox.decisions({ tick: i, actions: [[i, 1, 'goto', { waypoint }]] });
+      b.outbox.decisions({ tick: i, actions: [[i, 1, 'goto', { waypoint }]] });
+    }
+    // Each is under its own 10,000-byte cap, together they pass 12,000: one of them goes.
+    expect(a.events.overflow + b.events.overflow).toBe(1);
+    expect(budget.used).toBeLessThanOrEqual(12_000);
+    a.outbox.release();
+    b.outbox.release();
+    expect(budget.used).toBe(0);
   });
 
   test('a closed socket gets nothing', () => {

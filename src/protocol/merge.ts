@@ -1,0 +1,118 @@
+// Decisions held for a slow reader, kept as encoded bytes: each tick's lists are encoded once when
+// held and appended to growing byte lists, so what a held decision costs is known exactly.
+
+import { encode } from './codec.js';
+import { wireInt, wireTuples, type DecisionsFields } from './encode.js';
+
+/** Fixed cost counted for a merger, and for each held chunk, besides their bytes (the objects themselves). */
+const OVERHEAD_BYTES = 512;
+const CHUNK_OVERHEAD_BYTES = 96;
+
+/** One list's encoded elements (MessagePack array headers stripped), one exact-size chunk per tick. */
+class ByteList {
+  readonly chunks: Buffer[] = [];
+  length = 0;
+  count = 0;
+
+  /** Appends the elements of one encoded MessagePack array (copied: `encoded` is a view of a shared buffer). */
+  appendArray(encoded: Buffer): void {
+    const b = encoded[0]!;
+    let n: number;
+    let header: number;
+    if (b >= 0x90 && b <= 0x9f) {
+      n = b & 0x0f;
+      header = 1;
+    } else if (b === 0xdc) {
+      n = encoded.readUInt16BE(1);
+      header = 3;
+    } else {
+      n = encoded.readUInt32BE(1);
+      header = 5;
+    }
+    // Outside Node's shared pool, so the size is what is really held.
+    const chunk = Buffer.allocUnsafeSlow(encoded.length - header);
+    encoded.copy(chunk, 0, header);
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    this.count += n;
+  }
+}
+
+const KEYS = ['actions', 'cancels', 'done', 'errors'] as const;
+
+/**
+ * Fixed-mode decisions merged while a reader lags: lists concatenated in order, the latest `tick`
+ * and `basedOn` kept. {@link bytes} is the memory held; {@link frame} builds the one `decisions`
+ * frame that replaces them, byte for byte what `encodeDecisions` would write for the merged lists.
+ */
+export class HeldDecisions {
+  private tick = 0;
+  private basedOn: number | undefined;
+  private readonly lists = [new ByteList(), new ByteList(), new ByteList(), new ByteList()] as const;
+
+  /** Memory held, in bytes: the encoded entries plus a fixed overhead per chunk. */
+  bytes = OVERHEAD_BYTES;
+
+  /**
+   * Encodes one tick's lists and appends them (the caller may reuse its lists afterwards), unless
+   * they would take more than `room` bytes: then nothing is appended and false is returned.
+   */
+  add(d: DecisionsFields, room: number = Infinity): boolean {
+    const parts: ReadonlyArray<readonly (readonly unknown[])[] | undefined> = [d.actions, d.cancels, d.done, d.errors];
+    const encoded: Array<Buffer | undefined> = [];
+    let size = 0;
+    for (let i = 0; i < 4; i++) {
+      const list = parts[i];
+      if (list === undefined || list.length === 0) {
+        encoded.push(undefined);
+        continue;
+      }
+      // A view of the codec's output that later encodes leave alone; appendArray copies it.
+      const bytes = encode(wireTuples(list, i < 2));
+      encoded.push(bytes);
+      size += bytes.length + CHUNK_OVERHEAD_BYTES;
+    }
+    if (size > room) return false;
+    this.tick = d.tick;
+    if (d.basedOn !== undefined) this.basedOn = d.basedOn;
+    for (let i = 0; i < 4; i++) {
+      const bytes = encoded[i];
+      if (bytes !== undefined) this.lists[i]!.appendArray(bytes);
+    }
+    this.bytes += size;
+    return true;
+  }
+
+  /** The merged `decisions` frame. */
+  frame(): Buffer {
+    const head: Record<string, unknown> = { t: 'decisions', tick: wireInt(this.tick) };
+    if (this.basedOn !== undefined) head.basedOn = wireInt(this.basedOn);
+    let entries = Object.keys(head).length;
+    for (const l of this.lists) if (l.count > 0) entries++;
+    const start = encode(head);
+    const pieces: Buffer[] = [start];
+    for (let i = 0; i < 4; i++) {
+      const l = this.lists[i]!;
+      if (l.count === 0) continue;
+      pieces.push(encode(KEYS[i]), arrayHeader(l.count), ...l.chunks);
+    }
+    const out = Buffer.concat(pieces);
+    // The head was encoded as a fixmap of its own entries (at most 3); widen it to all of them (at most 7).
+    out[0] = 0x80 | entries;
+    return out;
+  }
+}
+
+function arrayHeader(n: number): Buffer {
+  if (n < 16) return Buffer.from([0x90 | n]);
+  if (n < 0x10000) {
+    const b = Buffer.alloc(3);
+    b[0] = 0xdc;
+    b.writeUInt16BE(n, 1);
+    return b;
+  }
+  const b = Buffer.alloc(5);
+  b[0] = 0xdd;
+  b.writeUInt32BE(n, 1);
+  return b;
+}
