@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
 import type { AgentPool } from './pool/index.js';
+import type { Recordings } from './recordings.js';
 import type { SessionRegistry } from './sessions.js';
 
 /** Tuning that has no environment variable: defaults suit production, tests shrink them. */
@@ -59,6 +60,8 @@ export interface ServiceContext {
   readonly logger: Logger;
   readonly sessions: SessionRegistry;
   readonly connections: Set<LiveConnection>;
+  /** The flight recorder: recordings being written and on disk. */
+  readonly recordings: Recordings;
   /** Names of the loaded trees, sorted. */
   treeNames(): readonly string[];
   phase: Phase;
