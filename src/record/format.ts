@@ -135,12 +135,12 @@ export const SAFE_NAME = /^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 /** File name of part `part` of recording `recording`. */
 export function partFileName(recording: string, part: number): string {
-  return `${recording}-${String(part).padStart(3, '0')}${EXTENSION}`;
+  return `${recording}.p${String(part).padStart(3, '0')}${EXTENSION}`;
 }
 
 /** The recording id and part number of a part file name, or null if it is not one. */
 export function parsePartFileName(name: string): { recording: string; part: number } | null {
-  const m = /^(.+)-(\d{3,})\.canopyrec$/.exec(name);
+  const m = /^(.+)\.p(\d{3,})\.canopyrec$/.exec(name);
   if (m === null || !SAFE_NAME.test(name)) return null;
   return { recording: m[1]!, part: Number(m[2]) };
 }

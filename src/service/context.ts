@@ -23,6 +23,8 @@ export interface Tuning {
   readonly retryAfterMs: number;
   /** A worker thread that leaves a tick unanswered this long is stuck and replaced (0: never). */
   readonly workerStallMs: number;
+  /** Raw bytes of records gathered before a recording block is compressed and written. */
+  readonly recordBlockBytes: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -33,6 +35,7 @@ export const DEFAULT_TUNING: Tuning = {
   abuseWindowMs: 10_000,
   retryAfterMs: 1000,
   workerStallMs: 10_000,
+  recordBlockBytes: 256 * 1024,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

@@ -40,6 +40,8 @@ export interface RecordingsOptions {
   readonly library: TreeLibrary;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** Raw bytes per compressed block (default 256 KiB). */
+  readonly blockBytes?: number;
 }
 
 /** Every recording of the service. */
@@ -86,6 +88,7 @@ export class Recordings {
       dir: this.dir,
       recording: id,
       maxBytes: this.o.config.recordMaxBytes,
+      ...(this.o.blockBytes !== undefined ? { blockBytes: this.o.blockBytes } : {}),
       header: {
         canopy: CANOPY_VERSION,
         session: session.id,
@@ -159,6 +162,13 @@ export class Recordings {
         active: this.writing.has(path),
         session: sessions.get(parsed.recording) ?? null,
       });
+    }
+    // A recording just started may not have reached the disk yet: it is listed all the same.
+    for (const [s, r] of this.active) {
+      const id = r.writer.file.slice(this.dir.length + 1, -EXTENSION.length);
+      if (!out.some((o) => o.id === id)) {
+        out.push({ id, recording: r.id, part: parsePartFileName(`${id}${EXTENSION}`)?.part ?? 1, bytes: 0, modified: new Date().toISOString(), active: true, session: s.id });
+      }
     }
     return out.toSorted((a, b) => b.modified.localeCompare(a.modified) || a.id.localeCompare(b.id));
   }

@@ -74,7 +74,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     agents: () => pool.agentCount(),
     workers: () => pool.workerStats(),
   });
-  const recordings = new Recordings({ config, library, metrics, logger });
+  const recordings = new Recordings({ config, library, metrics, logger, blockBytes: tuning.recordBlockBytes });
   sessions = new SessionRegistry(
     { pool, metrics, logger, maxAgents: config.maxAgents, sessionCreated: (s) => recordings.sessionCreated(s) },
     config.resumeGraceMs,
