@@ -72,9 +72,14 @@ program
   .option('--json', 'print one JSON object (for CI pipelines)')
   .option('--from <tick>', 'report from this tick on (earlier ticks still run)', tickNumber)
   .option('--to <tick>', 'stop after this tick', tickNumber)
+  .option('--workers <n>', 'exact replay: tick the agents on this many worker threads (default 0: this thread)', (v) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0 || n > 64) throw new InvalidArgumentError('expected an integer from 0 to 64');
+    return n;
+  })
   .addOption(new Option('--fail-on-change <scope>', 'what-if: exit 1 when decisions change for agents on any tree, or only on untouched trees').choices(['any', 'untouched']))
   .option('--no-progress', 'no progress bar')
-  .action(async (file: string, opts: { trees?: string; plugins?: string; json?: boolean; from?: number; to?: number; failOnChange?: 'any' | 'untouched'; progress: boolean }) => {
+  .action(async (file: string, opts: { trees?: string; plugins?: string; json?: boolean; from?: number; to?: number; failOnChange?: 'any' | 'untouched'; progress: boolean; workers?: number }) => {
     let first: number | null = null;
     let last: number | null = null;
     try {
@@ -89,7 +94,8 @@ program
     const range = { ...(opts.from !== undefined ? { from: opts.from } : {}), ...(opts.to !== undefined ? { to: opts.to } : {}) };
     const plugins = opts.plugins !== undefined ? { plugins: opts.plugins } : {};
     if (opts.trees === undefined) {
-      const report = await verifyRecording(file, { ...range, ...plugins, onTick: (t) => bar.tick(t) });
+      const workers = opts.workers !== undefined ? { workers: opts.workers } : {};
+      const report = await verifyRecording(file, { ...range, ...plugins, ...workers, onTick: (t) => bar.tick(t) });
       bar.done();
       process.stdout.write(`${opts.json === true ? JSON.stringify(report) : formatVerify(file, report)}\n`);
       process.exitCode = report.identical ? 0 : 1;

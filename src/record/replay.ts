@@ -17,6 +17,8 @@ export interface ReplayOptions {
   readonly plugins?: string;
   /** What-if: which recorded results reach the agents. */
   readonly filter?: ResultFilter;
+  /** Worker threads for the agents (exact replay on many cores); 0 (default): this thread, and `agent()` works. */
+  readonly workers?: number;
 }
 
 /** The first frame that came out differently. */
@@ -56,7 +58,7 @@ export class ReplaySession {
   private readonly path: string;
   private readonly opts: ReplayOptions;
   private readonly catalogPromise: ReturnType<typeof loadCatalog> | null;
-  private run!: ReplayRun;
+  private run: ReplayRun | undefined;
   private records!: Generator<RawRecord>;
   private current: TickOutcome | null = null;
   /** The replayed frame of the last tick, until the recorded one is read. */
@@ -102,12 +104,18 @@ export class ReplaySession {
   }
 
   agents(): Array<{ id: AgentId; tree: string; label: string }> {
-    return this.run.agents();
+    return this.run!.agents();
   }
 
   /** The engine's Agent object at the current tick (inspect it; do not tick it). */
   agent(id: AgentId): Agent | null {
-    return this.run.agent(id);
+    return this.run!.agent(id);
+  }
+
+  /** Releases worker threads (with `workers`); the session cannot run further. */
+  async close(): Promise<void> {
+    await this.run?.close();
+    this.run = undefined;
   }
 
   /** Runs the next tick; false at the end of the recording. */
@@ -122,13 +130,13 @@ export class ReplaySession {
       const { kind, payload } = r.value;
       if (kind === Kind.TICK) {
         this.settle(null);
-        this.current = await this.run.tick(readTick(payload));
+        this.current = await this.run!.tick(readTick(payload));
         this.unmatched = this.current;
         return true;
       }
       if (kind === Kind.DECISIONS) this.settle(payload);
       else if (kind === Kind.END || kind === Kind.HEADER) continue;
-      else this.run.apply(kind, payload);
+      else this.run!.apply(kind, payload);
     }
   }
 
@@ -160,10 +168,15 @@ export class ReplaySession {
 
   private async restart(): Promise<void> {
     const catalog = this.opts.trees?.catalog ?? (await this.catalog());
-    this.run = new ReplayRun(this.header, catalog, {
-      ...(this.opts.trees !== undefined ? { override: this.opts.trees } : {}),
-      ...(this.opts.filter !== undefined ? { filter: this.opts.filter } : {}),
-    });
+    await this.run?.close();
+    if ((this.opts.workers ?? 0) > 0 && this.opts.trees === undefined && this.opts.filter === undefined) {
+      this.run = await ReplayRun.create(this.header, catalog, { workers: this.opts.workers!, ...(this.opts.plugins !== undefined ? { plugins: this.opts.plugins } : {}) });
+    } else {
+      this.run = new ReplayRun(this.header, catalog, {
+        ...(this.opts.trees !== undefined ? { override: this.opts.trees } : {}),
+        ...(this.opts.filter !== undefined ? { filter: this.opts.filter } : {}),
+      });
+    }
     this.pending = [];
     this.records = this.withPending(RecordingReader.open(this.path));
     this.current = null;
@@ -233,9 +246,9 @@ export interface VerifyReport {
  */
 export async function verifyRecording(
   path: string,
-  opts: { plugins?: string; from?: number; to?: number; onTick?: (tick: number) => void } = {},
+  opts: { plugins?: string; from?: number; to?: number; workers?: number; onTick?: (tick: number) => void } = {},
 ): Promise<VerifyReport> {
-  const s = await ReplaySession.open(path, opts.plugins !== undefined ? { plugins: opts.plugins } : {});
+  const s = await ReplaySession.open(path, { ...(opts.plugins !== undefined ? { plugins: opts.plugins } : {}), ...(opts.workers !== undefined ? { workers: opts.workers } : {}) });
   if (opts.from !== undefined) s.compareFrom = opts.from;
   let ticks = 0;
   let first: number | null = null;
@@ -249,6 +262,7 @@ export async function verifyRecording(
     first ??= t;
     last = t;
   }
+  await s.close();
   let difference = s.difference as FrameDifference | null;
   if (difference !== null && opts.to !== undefined && difference.tick > opts.to) difference = null;
   return {

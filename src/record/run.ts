@@ -16,6 +16,10 @@ import {
   type Mode,
   type SnapshotMessage,
 } from '../protocol/index.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createAgentPool, type AgentPool } from '../service/pool/index.js';
 import { InlinePool } from '../service/pool/inline.js';
 import type { TreeLookup } from '../service/pool/host.js';
 import { Kind, type RecordingHeader, type SpawnRecord, type TickRecord, type TreeTable } from './format.js';
@@ -58,22 +62,49 @@ export type ResultFilter = (results: readonly ActionResult[]) => ActionResult[];
 export class ReplayRun {
   readonly mode: Mode;
   readonly fields: readonly string[] | null;
-  readonly pool: InlinePool;
+  readonly pool: AgentPool;
   private readonly trees: Trees;
+  /** Worker threads only: the folder their trees were written to. */
+  private folder: string | null = null;
   private readonly catalog: NodeCatalog;
   /** Fixed: the library the user gave replaces the recorded trees for the whole run (what-if). */
   private readonly override: TreeLibrary | undefined;
   private readonly filter: ResultFilter | undefined;
 
-  constructor(header: RecordingHeader, catalog: NodeCatalog, opts: { override?: TreeLibrary; filter?: ResultFilter } = {}) {
+  constructor(header: RecordingHeader, catalog: NodeCatalog, opts: { override?: TreeLibrary; filter?: ResultFilter; pool?: AgentPool; library?: TreeLibrary } = {}) {
     this.mode = header.mode;
     this.fields = header.fields;
     this.catalog = catalog;
     this.override = opts.override;
     this.filter = opts.filter;
-    this.trees = new Trees(libraryFromTable(header, catalog, opts.override));
-    this.pool = new InlinePool(this.trees, undefined);
+    this.trees = new Trees(opts.library ?? libraryFromTable(header, catalog, opts.override));
+    this.pool = opts.pool ?? new InlinePool(this.trees, undefined);
     this.pool.createSession(SESSION, { fields: header.fields, maxAgents: Number.MAX_SAFE_INTEGER });
+  }
+
+  /**
+   * A run over `workers` worker threads (0: on this thread). Decisions are listed in spawn order whatever
+   * the number of workers, so the frames are the same bytes; agents cannot be looked at (`agent` is null)
+   * and a recording whose trees were reloaded mid-session cannot run this way.
+   */
+  static async create(header: RecordingHeader, catalog: NodeCatalog, opts: { workers?: number; plugins?: string }): Promise<ReplayRun> {
+    const workers = opts.workers ?? 0;
+    if (workers === 0) return new ReplayRun(header, catalog);
+    const library = libraryFromTable(header, catalog);
+    // Workers load trees from a folder: the recorded definitions are written to one.
+    const folder = await mkdtemp(join(tmpdir(), 'canopy-replay-trees-'));
+    for (const name of library.names()) await writeFile(join(folder, `${name}.json`), JSON.stringify(library.definition(name)));
+    const pool = await createAgentPool({ trees: folder, workers, library, ...(opts.plugins !== undefined ? { plugins: opts.plugins } : {}) });
+    await pool.ready();
+    const run = new ReplayRun(header, catalog, { pool, library });
+    run.folder = folder;
+    return run;
+  }
+
+  /** Stops worker threads (if any) and removes their tree folder. */
+  async close(): Promise<void> {
+    await this.pool.close();
+    if (this.folder !== null) await rm(this.folder, { recursive: true, force: true });
   }
 
   /** The library agents spawn on now. */
@@ -86,6 +117,7 @@ export class ReplayRun {
     const pool = this.pool;
     switch (kind) {
       case Kind.TREES:
+        if (this.folder !== null) throw new Error('this recording reloads its trees mid-session: replay it on one thread (no --workers)');
         this.trees.library = libraryFromTable(decode(payload) as TreeTable, this.catalog, this.override);
         return;
       case Kind.SPAWN:
@@ -130,7 +162,7 @@ export class ReplayRun {
 
   /** The engine's Agent `id` at this point of the run, or null. */
   agent(id: AgentId): Agent | null {
-    return this.pool.agentObject(SESSION, id);
+    return this.pool instanceof InlinePool ? this.pool.agentObject(SESSION, id) : null;
   }
 
   /** Agents alive now, in spawn order of the routing table. */
@@ -142,7 +174,7 @@ export class ReplayRun {
   private snapshot(msg: SnapshotMessage): void {
     if (msg.world !== undefined) this.pool.setWorld(SESSION, msg.world);
     if (msg.agents !== undefined || msg.full === true) {
-      this.pool.observe(SESSION, (msg.agents ?? []) as Parameters<InlinePool['observe']>[1], msg.full === true);
+      this.pool.observe(SESSION, (msg.agents ?? []) as Parameters<AgentPool['observe']>[1], msg.full === true);
     }
     if (msg.results !== undefined) this.results(msg.results);
   }

@@ -46,6 +46,8 @@ describe('lockstep', () => {
 
     const report = await verifyRecording(lockstepFile);
     expect(report).toMatchObject({ identical: true, difference: null, truncated: null, ticks: 60, frames: 60, firstTick: 1, lastTick: 60 });
+    // On worker threads too: decisions come in spawn order whatever the number of workers.
+    expect(await verifyRecording(lockstepFile, { workers: 2 })).toMatchObject({ identical: true, frames: 60 });
     // The replayed frames are the frames the game received.
     const replay = await ReplaySession.open(lockstepFile);
     const replayed: unknown[] = [];
