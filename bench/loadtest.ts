@@ -15,6 +15,7 @@ import { capacityLine, capacityTable, failureLines, resultsTable } from './load/
 import { runLoad, type RunResult, type RunSpec } from './load/run.js';
 import { existingService, startService, type Target } from './load/service.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
+import { RecordingReader } from '../src/record/index.js';
 
 let options: LoadOptions;
 try {
@@ -49,10 +50,10 @@ console.log(
 );
 
 /** Recording figures of one run: bytes the service wrote for it. */
-const recorded = new Map<RunResult, { bytes: number; files: number }>();
+const recorded = new Map<RunResult, { bytes: number; files: number; ticks: number }>();
 
 /** Bytes and files of the recordings of the last run with `--record` (read after its service stopped). */
-let lastRecording: { bytes: number; files: number } | null = null;
+let lastRecording: { bytes: number; files: number; ticks: number } | null = null;
 
 /** Acquires a fresh target for one run (a new child service, or the given URL), runs, and releases it. */
 async function withTarget<T>(workers: number, use: (target: Target) => Promise<T>, record = o.record === 'on'): Promise<T> {
@@ -72,7 +73,17 @@ async function withTarget<T>(workers: number, use: (target: Target) => Promise<T
     await target.stop();
     if (recordDir !== null) {
       const files = readdirSync(recordDir);
-      lastRecording = { bytes: files.reduce((n, f) => n + statSync(join(recordDir, f)).size, 0), files: files.length };
+      // Ticks recorded, from each file's index (block headers only, nothing inflated).
+      let ticks = 0;
+      for (const f of files) {
+        try {
+          const blocks = RecordingReader.open(join(recordDir, f)).index().filter((b) => !Number.isNaN(b.firstTick));
+          if (blocks.length > 0) ticks += blocks.at(-1)!.lastTick - blocks[0]!.firstTick + 1;
+        } catch {
+          // a part without a header (the service stopped first): no ticks
+        }
+      }
+      lastRecording = { bytes: files.reduce((n, f) => n + statSync(join(recordDir, f)).size, 0), files: files.length, ticks };
       rmSync(recordDir, { recursive: true, force: true });
     }
   }
@@ -151,8 +162,8 @@ if (results.length > 0) {
 // Recording: what it cost (A/B in the same process, same load) and how many bytes it wrote.
 const recordingFigures: Array<Record<string, unknown>> = [];
 for (const [r, rec] of recorded) {
-  // Recording covers the warm-up and the window: bytes per agent-tick offered over both.
-  const agentTicks = r.agents * r.hz * (r.warmupSeconds + r.seconds);
+  // Session ticks recorded (warm-up and window) × agents per session.
+  const agentTicks = Math.max(1, rec.ticks * (r.agents / r.sessions));
   const perAgentTick = rec.bytes / agentTicks;
   const off = results.find((x) => x !== r && !recorded.has(x) && x.mode === r.mode && x.workers === r.workers);
   const fig: Record<string, unknown> = { mode: r.mode, workers: r.workers, bytes: rec.bytes, files: rec.files, bytesPerAgentTick: perAgentTick, mbPerSec: rec.bytes / (r.warmupSeconds + r.seconds) / 2 ** 20 };

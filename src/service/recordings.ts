@@ -2,7 +2,7 @@
 // route), the folder they are written to (rotation, total cap) and the routes that list and serve them.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, readFileSync } from 'node:fs';
+import { createReadStream, readdirSync, readFileSync } from 'node:fs';
 import { readdir, stat, unlink } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
@@ -222,9 +222,20 @@ export class Recordings {
     })();
   }
 
+  private pluginList: Array<{ name: string }> | undefined;
+
+  /** The plugin folder's modules (the catalog does not keep plugin identities: module names stand for them). */
   private plugins(): Array<{ name: string }> {
-    // The catalog does not keep plugin identities: the plugin folder's module names stand for them.
-    return [];
+    if (this.pluginList !== undefined) return this.pluginList;
+    const dir = this.o.config.plugins;
+    let names: string[] = [];
+    try {
+      names = dir === null ? [] : readdirSync(dir).filter((f) => /\.(?:js|mjs|cjs)$/.test(f)).toSorted();
+    } catch {
+      // the folder was readable at start-up; if it is not now, the header just lists none
+    }
+    this.pluginList = names.map((f) => ({ name: f.replace(/\.(?:js|mjs|cjs)$/, '') }));
+    return this.pluginList;
   }
 
   /** The loaded trees by content hash, computed once. */

@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TreeLibrary } from '../../src/bt/library.js';
 import { decode } from '../../src/protocol/index.js';
-import { ReplaySession, verifyRecording, whatIf } from '../../src/record/index.js';
+import { Kind, RecordingWriter, ReplaySession, verifyRecording, whatIf } from '../../src/record/index.js';
 import { http, RawClient, start, type Frame, type Running } from '../service/harness.js';
 import { FIELDS, hp, playLockstep } from './game.js';
 
@@ -212,5 +212,63 @@ describe('service', () => {
     } finally {
       await other.close();
     }
+  });
+});
+
+describe('rotation and the folder cap', () => {
+  test('CANOPY_RECORD=all with small parts: the parts chain and replay identical from any part', async () => {
+    const recordDir = join(dir, 'rotated');
+    const other = await start({ trees: TREES, workers: 0, recordDir, record: 'all', recordMaxBytes: 6000, tuning: { recordBlockBytes: 1024 } });
+    try {
+      const { client, welcome } = await RawClient.hello(other.wsUrl, { mode: 'lockstep', fields: FIELDS });
+      expect(typeof welcome.recording).toBe('string');
+      await playLockstep(client, 40);
+      await client.close();
+    } finally {
+      await other.close();
+    }
+    const parts = (await readdir(recordDir)).toSorted();
+    expect(parts.length).toBeGreaterThan(2);
+    const last = join(recordDir, parts.at(-1)!);
+    const report = await verifyRecording(last);
+    expect(report).toMatchObject({ identical: true, ticks: 40, frames: 40, truncated: null });
+    // The first part gone: a later part says it cannot replay alone.
+    await rm(join(recordDir, parts[0]!));
+    await expect(verifyRecording(last)).rejects.toThrow(/part 1 .* is gone: a recording replays from its first part/);
+  });
+
+  test('CANOPY_RECORD_MAX_TOTAL_BYTES deletes the oldest finished parts, never the one being written', async () => {
+    const recordDir = join(dir, 'capped');
+    const other = await start({ trees: TREES, workers: 0, recordDir, record: 'all', recordMaxBytes: 3000, recordMaxTotalBytes: 12_000, tuning: { recordBlockBytes: 512 } });
+    try {
+      const { client } = await RawClient.hello(other.wsUrl, { mode: 'lockstep', fields: FIELDS });
+      await playLockstep(client, 40);
+      const listed = (await http(other.base, 'GET', '/v1/recordings')).body as { recordings: Array<{ part: number; bytes: number; active: boolean }> };
+      const parts = listed.recordings.map((r) => r.part);
+      // Parts were written beyond the cap, the first ones were deleted, the active one is there.
+      expect(Math.max(...parts)).toBeGreaterThan(4);
+      expect(parts).not.toContain(1);
+      expect(listed.recordings.some((r) => r.active)).toBe(true);
+      await client.close();
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('a recording that falls behind the disk stops with an error; the writer takes nothing more', async () => {
+    const errors: Error[] = [];
+    const writer = new RecordingWriter({
+      dir: join(dir, 'behind'),
+      recording: 'behind',
+      maxBytes: 0,
+      maxPendingBytes: 100,
+      header: { canopy: 'test', session: 's', mode: 'lockstep', hz: 0, fields: null, plugins: [], trees: {}, definitions: {} },
+      onError: (err) => errors.push(err),
+    });
+    writer.bytes(Kind.SNAPSHOT_FRAME, Buffer.alloc(1000));
+    writer.flush();
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/^the recording fell behind the session/)]);
+    expect(writer.active).toBe(false);
+    await writer.close('test');
   });
 });
