@@ -26,6 +26,8 @@ export interface WriterOptions {
   readonly level?: number;
   /** Compressed bytes reached the file `path`. */
   readonly onWritten?: (bytes: number, path: string) => void;
+  /** A part file is begun (called before anything is written to it). */
+  readonly onPartStarted?: (path: string) => void;
   /** A part was finished (rotation or the end). */
   readonly onPartClosed?: (path: string) => void;
   /** The recording stopped on an error (once). The session goes on. */
@@ -165,6 +167,7 @@ export class RecordingWriter {
     this.path = join(this.opts.dir, partFileName(this.opts.recording, this.part));
     this.partBytes = 0;
     const path = this.path;
+    this.opts.onPartStarted?.(path);
     const handle = mkdir(this.opts.dir, { recursive: true }).then(() => open(path, 'wx'));
     // Handled in the chain; this only keeps an early failure from being reported as unhandled.
     handle.catch(() => undefined);
