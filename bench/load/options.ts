@@ -36,6 +36,8 @@ export interface LoadOptions {
   readonly nodeArgs: readonly string[];
   /** Write the child service's CPU profiles here (node --cpu-prof). */
   readonly cpuProf: string | undefined;
+  /** Record every session (CANOPY_RECORD=all): off, on, or both (each run twice, off then on, compared). */
+  readonly record: 'off' | 'on' | 'both';
 }
 
 export class OptionsError extends Error {
@@ -65,7 +67,9 @@ Simulates game servers driving Canopy and reports what the service sustained.
   --service-node PATH      node binary for the started service          (default: this one)
   --node-args="FLAGS"      extra node flags for the started service
   --cpu-prof DIR           profile the started service (node --cpu-prof) into DIR
-  --seed N                 world seed                                   (default 1)`;
+  --seed N                 world seed                                   (default 1)
+  --record off|on|both     record every session (CANOPY_RECORD=all) in a temp folder; both: each run
+                           without then with recording, compared (CPU, latency, bytes per agent-tick)`;
 
 const MAX_AGENTS = 2_000_000;
 
@@ -102,6 +106,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         'service-node': { type: 'string' },
         'node-args': { type: 'string' },
         'cpu-prof': { type: 'string' },
+        record: { type: 'string', default: 'off' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -120,6 +125,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
   if (url !== undefined && (v['cpu-prof'] !== undefined || v['service-node'] !== undefined || v['node-args'] !== undefined)) {
     throw new OptionsError('--cpu-prof, --service-node and --node-args apply to a service the generator starts (not with --url)');
   }
+  if (url !== undefined && v.record !== 'off') throw new OptionsError('--record applies to a service the generator starts (not with --url)');
   const workers = (v.workers ?? '2').split(',').map((w) => integer('--workers', w.trim(), 0, 64));
   const minAgents = integer('--min-agents', v['min-agents'], 1, MAX_AGENTS);
   const maxAgents = integer('--max-agents', v['max-agents'], minAgents, MAX_AGENTS);
@@ -148,6 +154,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     serviceNode: v['service-node'],
     nodeArgs: v['node-args'] === undefined ? [] : v['node-args'].split(/\s+/).filter((a) => a !== ''),
     cpuProf: v['cpu-prof'],
+    record: v.record === 'off' || v.record === 'on' || v.record === 'both' ? v.record : bad('--record', 'off, on or both', v.record),
   };
 }
 

@@ -105,6 +105,8 @@ export interface WelcomeFields {
   readonly limits: WelcomeLimits;
   /** Per tree, the observation fields it reads (left out when absent). */
   readonly reads?: Readonly<Record<string, TreeReads>> | undefined;
+  /** The recording's id when the session is recorded. */
+  readonly recording?: string | undefined;
 }
 
 /** Encodes `welcome` (answer to `hello`), with `re` when the hello had an `id`. */
@@ -120,6 +122,7 @@ export function encodeWelcome(fields: WelcomeFields, re?: number): Buffer {
     limits: fields.limits,
   };
   if (fields.reads !== undefined) msg.reads = fields.reads;
+  if (fields.recording !== undefined) msg.recording = fields.recording;
   if (re !== undefined) msg.re = wireInt(re);
   return encode(msg);
 }

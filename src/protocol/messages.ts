@@ -50,6 +50,8 @@ export interface HelloMessage extends ClientMessageBase {
   readonly fields?: readonly string[];
   /** A `welcome.resume` token of a dropped session to take over. */
   readonly resume?: string;
+  /** Record this session (docs/recording.md); `welcome.recording` names the recording. */
+  readonly record?: boolean;
 }
 
 /** One agent to create. */
@@ -170,6 +172,8 @@ export interface WelcomeMessage extends ServerReplyBase {
   readonly limits: WelcomeLimits;
   /** Per tree, the observation fields its expressions read (a protocol addition; absent from older servers). */
   readonly reads?: Readonly<Record<string, TreeReads>>;
+  /** The session is being recorded: the recording's id (`GET /v1/recordings/:id`). */
+  readonly recording?: string;
 }
 
 /** The top-level observation fields a tree reads: `self.X` and `world.X` names, statically. */

@@ -44,6 +44,14 @@ export interface Config {
   readonly httpSessionRate: number;
   /** Longest an HTTP request may take to arrive, and longest an idle HTTP connection is kept, in ms. */
   readonly requestTimeoutMs: number;
+  /** Which sessions are recorded without asking: `none` (only `hello.record` / the HTTP route) or `all`. */
+  readonly record: 'none' | 'all';
+  /** Folder recordings are written to. */
+  readonly recordDir: string;
+  /** A recording part that reaches this many bytes is closed and the next part begins; 0: no rotation. */
+  readonly recordMaxBytes: number;
+  /** Above this many bytes of recordings in the folder, the oldest finished parts are deleted; 0: no cap. */
+  readonly recordMaxTotalBytes: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -76,6 +84,10 @@ export function defaultConfig(): Config {
     maxHttpSessions: 1000,
     httpSessionRate: 100,
     requestTimeoutMs: 30_000,
+    record: 'none',
+    recordDir: './recordings',
+    recordMaxBytes: 256 * 1024 * 1024,
+    recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
   };
 }
 
@@ -104,6 +116,10 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   maxHttpSessions: (raw, name) => ({ maxHttpSessions: integer(raw, name, 1, 10_000_000) }),
   httpSessionRate: (raw, name) => ({ httpSessionRate: integer(raw, name, 0, 10_000_000) }),
   requestTimeoutMs: (raw, name) => ({ requestTimeoutMs: integer(raw, name, 100, 3_600_000) }),
+  record: (raw, name) => ({ record: recordMode(raw, name) }),
+  recordDir: (raw, name) => ({ recordDir: nonEmpty(raw, name) }),
+  recordMaxBytes: (raw, name) => ({ recordMaxBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
+  recordMaxTotalBytes: (raw, name) => ({ recordMaxTotalBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */
@@ -188,4 +204,10 @@ function level(raw: string, name: string): LogLevel {
   const found = LOG_LEVELS.find((l) => l === text);
   if (found === undefined) throw new ConfigError(`${name}: expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
   return found;
+}
+
+function recordMode(raw: string, name: string): 'none' | 'all' {
+  const text = raw.trim().toLowerCase();
+  if (text !== 'none' && text !== 'all') throw new ConfigError(`${name}: expected none or all, got ${JSON.stringify(raw)}`);
+  return text;
 }

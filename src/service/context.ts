@@ -6,6 +6,7 @@ import type { TreeReads } from '../protocol/index.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
 import type { AgentPool } from './pool/index.js';
+import type { Recordings } from './recordings.js';
 import type { SessionRegistry } from './sessions.js';
 
 /** Tuning that has no environment variable: defaults suit production, tests shrink them. */
@@ -25,6 +26,8 @@ export interface Tuning {
   readonly workerStallMs: number;
   /** After a goodbye, how long a socket may drain nothing before it is destroyed (default 2 s). */
   readonly closeTimeoutMs?: number;
+  /** Raw bytes of records gathered before a recording block is compressed and written. */
+  readonly recordBlockBytes: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -35,6 +38,7 @@ export const DEFAULT_TUNING: Tuning = {
   abuseWindowMs: 10_000,
   retryAfterMs: 1000,
   workerStallMs: 10_000,
+  recordBlockBytes: 256 * 1024,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */
@@ -62,6 +66,8 @@ export interface ServiceContext {
   readonly logger: Logger;
   readonly sessions: SessionRegistry;
   readonly connections: Set<LiveConnection>;
+  /** The flight recorder: recordings being written and on disk. */
+  readonly recordings: Recordings;
   /** Names of the loaded trees, sorted. */
   treeNames(): readonly string[];
   /** The observation fields tree `name` reads (undefined for an unknown tree). */

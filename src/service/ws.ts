@@ -309,8 +309,8 @@ class Connection implements LiveConnection, SessionOutput {
         this.entryErrors([...parsed.errors, ...session.results(msg.results)], parsed.omittedErrors, msg.id);
         return undefined;
       case 'snapshot':
-        if (session.mode === 'lockstep') return this.lockstep(session, msg, parsed.errors, parsed.omittedErrors);
-        this.entryErrors([...parsed.errors, ...session.applySnapshot(msg)], parsed.omittedErrors, msg.id);
+        if (session.mode === 'lockstep') return this.lockstep(session, msg, parsed.errors, parsed.omittedErrors, bytes);
+        this.entryErrors([...parsed.errors, ...session.applySnapshot(msg, bytes)], parsed.omittedErrors, msg.id);
         return undefined;
       case 'ping':
         this.outbox.send(encodePong(msg.n, msg.id));
@@ -362,6 +362,7 @@ class Connection implements LiveConnection, SessionOutput {
     this.session = session;
     clearTimeout(this.helloTimer);
     this.helloTimer = undefined;
+    const recording = ctx.recordings.forHello(session, msg.record === true);
     this.outbox.send(
       encodeWelcome(
         {
@@ -380,6 +381,7 @@ class Connection implements LiveConnection, SessionOutput {
             resumeGraceMs: ctx.config.resumeGraceMs,
             maxMessageRate: ctx.config.maxMessageRate,
           },
+          recording,
         },
         msg.id,
       ),
@@ -388,10 +390,10 @@ class Connection implements LiveConnection, SessionOutput {
     this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
   }
 
-  private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number): Promise<void> {
+  private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number, raw: Buffer): Promise<void> {
     let decisions: DecisionsFields;
     try {
-      const out = await session.lockstep(msg);
+      const out = await session.lockstep(msg, raw);
       this.entryErrors([...refused, ...out.errors], omitted, msg.id);
       decisions = out.decisions;
     } catch (err) {
@@ -426,6 +428,10 @@ class Connection implements LiveConnection, SessionOutput {
 
   replaced(): void {
     this.goodbye(GoodbyeReason.replaced);
+  }
+
+  notice(code: ErrorCode, message: string): void {
+    this.refuse(code, message);
   }
 
   // ---------------------------------------------------------------------------------------------

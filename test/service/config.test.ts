@@ -40,6 +40,10 @@ describe('parseConfig', () => {
       maxHttpSessions: 1000,
       httpSessionRate: 100,
       requestTimeoutMs: 30_000,
+      record: 'none',
+      recordDir: './recordings',
+      recordMaxBytes: 256 * 1024 * 1024,
+      recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
     });
     expect(c.workers).toBeGreaterThanOrEqual(1);
   });
@@ -65,6 +69,10 @@ describe('parseConfig', () => {
       CANOPY_MAX_HTTP_SESSIONS: '20',
       CANOPY_HTTP_SESSION_RATE: '0',
       CANOPY_REQUEST_TIMEOUT_MS: '5000',
+      CANOPY_RECORD: 'ALL',
+      CANOPY_RECORD_DIR: '/srv/recordings',
+      CANOPY_RECORD_MAX_BYTES: '1000000',
+      CANOPY_RECORD_MAX_TOTAL_BYTES: '0',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -88,6 +96,10 @@ describe('parseConfig', () => {
       maxHttpSessions: 20,
       httpSessionRate: 0,
       requestTimeoutMs: 5000,
+      record: 'all',
+      recordDir: '/srv/recordings',
+      recordMaxBytes: 1_000_000,
+      recordMaxTotalBytes: 0,
     });
   });
 
@@ -140,7 +152,15 @@ describe('parseConfig', () => {
       'CANOPY_MAX_HTTP_SESSIONS',
       'CANOPY_HTTP_SESSION_RATE',
       'CANOPY_REQUEST_TIMEOUT_MS',
+      'CANOPY_RECORD',
+      'CANOPY_RECORD_DIR',
+      'CANOPY_RECORD_MAX_BYTES',
+      'CANOPY_RECORD_MAX_TOTAL_BYTES',
     ]);
+  });
+
+  test('CANOPY_RECORD: none or all, nothing else', () => {
+    expect(() => parseConfig([], { CANOPY_RECORD: 'some' })).toThrow('CANOPY_RECORD: expected none or all, got "some"');
   });
 
   test('every setting is documented in docs/configuration.md', () => {

@@ -414,6 +414,12 @@ export abstract class PoolRouter implements AgentPool {
     return this.load.map((agents, worker) => ({ worker, agents, elu: this.elu(worker), lastTickMs: this.lastTickMs[worker]! }));
   }
 
+  /** Where agent `id` of `session` lives (host, slot), or undefined. */
+  protected locateAgent(session: string, id: AgentId): { host: number; slot: number } | undefined {
+    const r = this.sessions.get(session)?.routes.get(id);
+    return r === undefined ? undefined : { host: r.host, slot: r.slot };
+  }
+
   /** Request ids for subclasses' own requests. */
   protected nextRequestId(): number {
     return this.nextReq++;
