@@ -147,9 +147,42 @@ describe('docs agree with the code', () => {
     expect(missing).toEqual([]);
   });
 
+  it("every production dependency that does not admit the declared Node minimum is explained in the README (npm's EBADENGINE)", async () => {
+    const pkg = JSON.parse(await read('package.json')) as { engines: { node: string } };
+    const lock = JSON.parse(await read('package-lock.json')) as { packages: Record<string, { version?: string; dev?: boolean; engines?: { node?: string } | string[] }> };
+    const minimum = version(/^>=\s*([\d.]+)$/.exec(pkg.engines.node)![1]!);
+    const excluding = Object.entries(lock.packages)
+      .filter(([path, p]) => path !== '' && p.dev !== true && !Array.isArray(p.engines) && p.engines?.node !== undefined && !admits(p.engines.node, minimum))
+      .map(([path, p]) => `${path.replace(/^.*node_modules\//, '')}@${p.version}`);
+    const readme = await read('README.md');
+    expect(excluding.filter((name) => !readme.includes(`EBADENGINE … ${name} requires node`))).toEqual([]);
+  });
+
   it('the README does not ask for `docker run --init` on an image whose PID 1 is already tini', async () => {
     const [readme, dockerfile] = await Promise.all([read('README.md'), read('Dockerfile')]);
     expect(dockerfile).toMatch(/^ENTRYPOINT \["\/usr\/bin\/tini"/m);
     expect(readme).not.toMatch(/docker run[^\n`]*--init/);
   });
 });
+
+/** `20.19` → [20, 19, 0]; `x` and missing parts are 0. */
+function version(text: string): number[] {
+  const parts = text.split('.').map((p) => Number.parseInt(p, 10) || 0);
+  return [parts[0] ?? 0, parts[1] ?? 0, parts[2] ?? 0];
+}
+
+/** Whether an engines range (`>=X`, `^X`, `X`, joined by spaces and `||`) admits a version. */
+function admits(range: string, v: number[]): boolean {
+  const cmp = (a: number[], b: number[]): number => a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!;
+  return range.split('||').some((alternative) =>
+    [...alternative.matchAll(/(>=|\^|>|<=|<)?\s*(\d[\w.]*)/g)].every(([, op, ver]) => {
+      const w = version(ver!);
+      if (op === '>=') return cmp(v, w) >= 0;
+      if (op === '>') return cmp(v, w) > 0;
+      if (op === '<=') return cmp(v, w) <= 0;
+      if (op === '<') return cmp(v, w) < 0;
+      if (op === '^') return v[0] === w[0] && cmp(v, w) >= 0;
+      return v[0] === w[0]; // a bare major
+    }),
+  );
+}
