@@ -1,6 +1,7 @@
 // The README's quickstart, done the README's way: pack the client package (`npm run pack:client`),
 // install the tarball into a scratch project, run the quickstart verbatim (only the URL differs)
-// with plain `node` against a real service with the bundled trees, and compare everything it prints.
+// with plain `node` against a real service with the bundled trees, and compare everything it prints;
+// then type-check the same program as strict TypeScript against the package's declarations.
 
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
@@ -74,5 +75,11 @@ describe('README', () => {
     const { stdout, stderr } = await run(process.execPath, ['quickstart.mjs'], { cwd: project, timeout: 30_000 });
     expect(stderr).toBe('');
     expect(stdout).toBe(expected);
+
+    // The same program type-checks as strict TypeScript against the package's declarations.
+    await writeFile(join(project, 'quickstart.mts'), program);
+    const tsc = join(root, 'node_modules/.bin/tsc');
+    const flags = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2023'];
+    await run(tsc, [...flags, '--typeRoots', join(root, 'node_modules/@types'), '--types', 'node', 'quickstart.mts'], { cwd: project, timeout: 60_000 });
   }, 240_000);
 });
