@@ -52,6 +52,11 @@ describe('README', () => {
     await mkdir(packs);
     await run('npm', ['run', 'pack:client', '--', '--pack-destination', packs], { cwd: root, timeout: 120_000 });
     expect(await readdir(packs)).toEqual([tarball]);
+    // It holds the compiled client and protocol, nothing of the service or the engine.
+    const { stdout: listing } = await run('tar', ['-tzf', join(packs, tarball)]);
+    const shipped = listing.split('\n').filter((f) => f !== '');
+    expect(shipped.filter((f) => !/^package\/(package\.json|README\.md|dist\/(client|protocol)\/[\w-]+\.(js|d\.ts))$/.test(f))).toEqual([]);
+    expect(shipped).toContain('package/dist/client/index.js');
 
     // `npm install <tarball>` in a fresh project.
     const project = join(dir, 'game');
