@@ -39,7 +39,9 @@ beforeAll(async () => {
   // The files git would check out (tracked, plus new ones not ignored), and the installed node_modules.
   checkout = await mkdtemp(join(tmpdir(), 'canopy-start-'));
   const { stdout } = await promisify(execFile)('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, maxBuffer: 16 << 20 });
-  for (const file of stdout.split('\0').filter((f) => f !== '')) {
+  // node_modules is often a symlink (shared between work trees), which `node_modules/` in .gitignore
+  // does not match; it is linked below instead.
+  for (const file of stdout.split('\0').filter((f) => f !== '' && f !== 'node_modules' && !f.startsWith('node_modules/'))) {
     await cp(join(root, file), join(checkout, file), { recursive: true, force: true }).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err; // deleted in the work tree but still in the index
     });
