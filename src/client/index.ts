@@ -1,5 +1,5 @@
-// The Canopy client SDK (`canopy/client`): game servers, the demo, the tests and the benchmarks
-// all speak the protocol through it.
+// The Canopy client SDK, shipped as the `@canopy-bt/client` package (packages/client): game servers,
+// the demo, the tests and the benchmarks all speak the protocol through it.
 
 export {
   CanopyClient,

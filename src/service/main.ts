@@ -54,8 +54,10 @@ async function main(argv: readonly string[]): Promise<void> {
     }, config.shutdownMs).unref();
     shutdown();
   };
-  process.once('SIGTERM', () => stop('SIGTERM'));
-  process.once('SIGINT', () => stop('SIGINT'));
+  // `on`, not `once`: Ctrl-C under `npm start` delivers SIGINT twice (the terminal's, and npm's
+  // forwarded copy); a repeat must not kill the process mid-drain. The hard timer still bounds it.
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
   logger.info({ config: redactConfig(config) }, 'canopy starting');
 
   try {
