@@ -5,6 +5,7 @@ export { Agent, PluginError, type AgentId, type AgentOptions, type AgentState, t
 export { DecisionBuffer, type DecisionSink } from './decisions.js';
 export { NodeCatalog, type ServiceKind, type ServiceBuilder } from './catalog.js';
 export { compileTree, walkDefinition, type CompiledTree, type NodeInfo, type TreeSource } from './program.js';
+export type { AgentFrame, NodeFrame, TraceEvent, WhyReport, WhyCheck, WhyTerm, WatchedFrame } from './frames.js';
 export type { TreeDefinition, ServiceDefinition, AbortMode } from './definition.js';
 export { defineNode, type NodeKind, type NodeBuilder, type NodeBehavior, type ParamSpec, type ParamType, type NodeDefinition } from './node.js';
 export { Status, STATUS_NAMES, type StatusCode, type TickStatus, type StatusName } from './status.js';

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Agent } from './agent.js';
 import type { NodeCatalog, ServiceBuilder } from './catalog.js';
-import type { AbortMode, ServiceDefinition, TreeDefinition } from './definition.js';
+import { COMMON_FIELDS, type AbortMode, type ServiceDefinition, type TreeDefinition } from './definition.js';
 import { compileExpression, truthy, type CompiledExpr } from './expr/index.js';
 import type { NodeBehavior, NodeBuilder, NodeDefinition } from './node.js';
 import { Status, TIME_EPSILON, type TickStatus } from './status.js';
@@ -21,6 +21,12 @@ export interface NodeInfo {
   readonly children: readonly number[];
   /** For action leaves: the action name. */
   readonly action?: string;
+  /** The node's guard (`if`) and abort mode, when it has one. */
+  readonly guard?: { readonly if: string; readonly abort: AbortMode };
+  /** The node's own parameters as written (e.g. `{ times: 3 }`, `{ expr: "self.hp < 30" }`); absent when none. */
+  readonly params?: Readonly<Record<string, unknown>>;
+  /** The node's services as written (`every`, `values` or `service` and its parameters). */
+  readonly services?: readonly ServiceDefinition[];
 }
 
 /** An immutable compiled tree: shared by every agent on it, never mutated after compileTree returns. */
@@ -100,6 +106,7 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
       parent,
       children: [] as number[],
       ...(def.type === 'action' && typeof def['action'] === 'string' ? { action: def['action'] } : {}),
+      ...describeNode(def),
     };
     pending.push({ def, info, file });
     const kind = catalog.get(def.type);
@@ -443,6 +450,23 @@ function makeBlackboardFactory(initial: Record<string, unknown>): () => Record<s
     for (const k of objectKeys) bb[k] = structuredClone(initial[k]);
     return bb;
   };
+}
+
+/** The inspector's view of a node definition: guard, own parameters, services (frozen copies). */
+function describeNode(def: NodeDefinition): Pick<NodeInfo, 'guard' | 'params' | 'services'> {
+  const out: { guard?: NodeInfo['guard']; params?: NodeInfo['params']; services?: NodeInfo['services'] } = {};
+  if (typeof def['if'] === 'string') out.guard = Object.freeze({ if: def['if'], abort: (def['abort'] as AbortMode | undefined) ?? 'none' });
+  const params: Record<string, unknown> = {};
+  let any = false;
+  for (const key of Object.keys(def)) {
+    if ((COMMON_FIELDS as readonly string[]).includes(key)) continue;
+    params[key] = def[key];
+    any = true;
+  }
+  if (any) out.params = deepFreeze(structuredClone(params));
+  const services = def['services'];
+  if (Array.isArray(services) && services.length > 0) out.services = deepFreeze(structuredClone(services as ServiceDefinition[]));
+  return out;
 }
 
 /** Visits every node of a definition (children, child), not following subtrees. */

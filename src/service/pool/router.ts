@@ -2,7 +2,7 @@
 // answer spawn/bb/result errors synchronously, and the per-host buffering that makes a session tick one message
 // per host. Subclasses only carry messages: InlinePool calls its AgentHost directly, WorkerPool posts to threads.
 
-import type { AgentId, AgentInspection, CompiledTree } from '../../bt/index.js';
+import type { AgentFrame, AgentId, AgentInspection, CompiledTree, WatchedFrame, WhyReport } from '../../bt/index.js';
 import { mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
 import type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
@@ -412,6 +412,22 @@ export abstract class PoolRouter implements AgentPool {
 
   workerStats(): WorkerStats[] {
     return this.load.map((agents, worker) => ({ worker, agents, elu: this.elu(worker), lastTickMs: this.lastTickMs[worker]! }));
+  }
+
+  onFrames: ((session: string, frames: WatchedFrame[]) => void) | null = null;
+
+  // Placeholders until the hosts record frames (next commit): the signatures are the contract.
+  watch(session: string, agent: AgentId, _ticks: number): Promise<boolean> {
+    return Promise.resolve(this.session(session).routes.has(agent) && false);
+  }
+  unwatch(_session: string, _agent: AgentId): Promise<void> {
+    return Promise.resolve();
+  }
+  frames(_session: string, _agent: AgentId, _sinceTick?: number): Promise<AgentFrame[]> {
+    return Promise.resolve([]);
+  }
+  why(_session: string, _agent: AgentId, _tick: number): Promise<WhyReport | null> {
+    return Promise.resolve(null);
   }
 
   /** Request ids for subclasses' own requests. */
