@@ -77,6 +77,8 @@ export interface WhyTerm {
   text: string;
   value: unknown;
   children: WhyTerm[];
+  /** Not evaluated: the other side of `&&`/`||`/`??`/`? :` decided, or `rand()` (its draw is not replayed). */
+  skipped?: boolean;
 }
 
 /** The newest frame of one watched agent, as the pools hand it to `onFrames`. */
