@@ -2,7 +2,11 @@
 // tick and action results delivered like a game server would, for each worker count (0 = inline, the reference).
 //
 //   npm run build && node dist/bench/pool.js [--sessions S] [--agents N] [--ticks T] [--warmup W]
-//                                           [--workers 0,1,2] [--tree guard|large] [--rounds R] [--json]
+//                                           [--workers 0,1,2] [--tree guard|large] [--rounds R] [--watch N] [--json]
+//
+// --watch N: every worker count runs twice per round, without and with N agents of the first session watched
+// by the inspector (ring buffer of 30 s at 20 Hz, frames handed to onFrames each tick); the report gives the
+// capacity cost of watching, as the extra process CPU per tick (A/B in the same run).
 //
 // Rounds go round-robin over the worker counts and the best round of each is reported (other work on a
 // shared machine only ever slows a round down).
@@ -31,6 +35,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '0,1,2' },
     tree: { type: 'string', default: 'guard' },
     rounds: { type: 'string', default: '3' },
+    watch: { type: 'string', default: '0' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -41,6 +46,10 @@ const ticks = positiveInteger('ticks', values.ticks);
 const warmup = positiveInteger('warmup', values.warmup, 0);
 const workerCounts = values.workers.split(',').map((w) => positiveInteger('workers', w, 0));
 const rounds = positiveInteger('rounds', values.rounds);
+const watch = positiveInteger('watch', values.watch, 0);
+if (watch > agents) fail(`--watch must be at most --agents (${agents})`);
+/** Frames kept per watched agent: 30 s at 20 Hz, what the inspector asks for. */
+const WATCH_TICKS = 600;
 const tree = values.tree;
 if (tree !== 'guard' && tree !== 'large') fail(`--tree must be guard or large, not '${tree}'`);
 const durations: Readonly<Record<string, number>> = tree === 'guard' ? { flee: FLEE_TICKS, moveToWaypoint: MOVE_TICKS } : LARGE_TREE_DURATIONS;
@@ -95,6 +104,10 @@ class Game {
 
 interface Result {
   readonly workers: number;
+  /** Agents watched (0: the A of the watch A/B). */
+  readonly watched: number;
+  /** Frames handed to onFrames during the timed ticks. */
+  readonly frames: number;
   readonly agentTicksPerSec: number;
   readonly p50: number;
   readonly p99: number;
@@ -108,9 +121,15 @@ interface Result {
   readonly errors: number;
 }
 
-async function run(workers: number): Promise<Result> {
+async function run(workers: number, watched: number): Promise<Result> {
   const pool: AgentPool = await createAgentPool({ trees: benchTrees(), workers });
   await pool.ready();
+  let frames = 0;
+  let counting = false;
+  // What an inspector stream does first with each frame: take it (B's stream serializes only what it pushes).
+  pool.onFrames = (_session, list) => {
+    if (counting) frames += list.length;
+  };
   const world = new World(agents, DEFAULT_SEED);
   const games: Game[] = [];
   for (let s = 0; s < sessions; s++) {
@@ -120,6 +139,7 @@ async function run(workers: number): Promise<Result> {
     if (out.errors.length > 0) throw new Error(`spawn: ${out.errors[0]!.message}`);
     games.push(game);
   }
+  for (let i = 0; i < watched; i++) if (!(await pool.watch(games[0]!.name, i, WATCH_TICKS))) throw new Error(`watch: agent ${i} unknown`);
   const times: number[] = [];
   let timed = 0;
   let eluStart = performance.eventLoopUtilization();
@@ -127,6 +147,7 @@ async function run(workers: number): Promise<Result> {
   for (let n = 0; n < warmup + ticks; n++) {
     if (n === warmup) {
       pool.workerStats(); // starts the workers' ELU window
+      counting = true;
       eluStart = performance.eventLoopUtilization();
       cpuStart = process.cpuUsage();
     }
@@ -154,6 +175,8 @@ async function run(workers: number): Promise<Result> {
   times.sort((a, b) => a - b);
   return {
     workers,
+    watched,
+    frames,
     agentTicksPerSec: (sessions * agents * ticks) / (timed / 1000),
     p50: times[Math.floor(times.length * 0.5)]!,
     p99: times[Math.min(times.length - 1, Math.floor(times.length * 0.99))]!,
@@ -181,22 +204,30 @@ function benchTrees(): string {
 const machine = machineInfo();
 console.log(`Canopy agent pool benchmark: ${sessions} session(s) × ${agents} agents, tree '${tree}', ${warmup} warm-up + ${ticks} timed ticks, best of ${rounds} round(s)`);
 console.log(formatMachine(machine));
-const best = new Map<number, Result>();
+const variants = workerCounts.flatMap((w) => (watch > 0 ? [[w, 0] as const, [w, watch] as const] : [[w, 0] as const]));
+const best = new Map<string, Result>();
+/** Lowest CPU per tick of each variant: the watch A/B compares these (the least disturbed rounds). */
+const leastCpu = new Map<string, number>();
 for (let round = 1; round <= rounds; round++) {
-  for (const w of workerCounts) {
-    const r = await run(w);
-    const prev = best.get(w);
-    if (prev === undefined || r.agentTicksPerSec > prev.agentTicksPerSec) best.set(w, r);
-    console.error(`  round ${round}/${rounds} workers ${w}: ${(r.agentTicksPerSec / 1e6).toFixed(3)} M agent-ticks/s, p50 ${r.p50.toFixed(2)} ms`);
+  for (const [w, watched] of variants) {
+    const key = `${w}/${watched}`;
+    const r = await run(w, watched);
+    const prev = best.get(key);
+    if (prev === undefined || r.agentTicksPerSec > prev.agentTicksPerSec) best.set(key, r);
+    leastCpu.set(key, Math.min(leastCpu.get(key) ?? Infinity, r.cpuPerTick));
+    console.error(
+      `  round ${round}/${rounds} workers ${w}${watched > 0 ? `, ${watched} watched` : ''}: ${(r.agentTicksPerSec / 1e6).toFixed(3)} M agent-ticks/s, p50 ${r.p50.toFixed(2)} ms, CPU ${r.cpuPerTick.toFixed(2)} ms/tick`,
+    );
   }
 }
-const results = workerCounts.map((w) => best.get(w)!);
+const results = variants.map(([w, watched]) => best.get(`${w}/${watched}`)!);
 console.log();
 console.log(
   formatTable([
-    ['workers', 'M agent-ticks/s', 'ms/tick p50', 'ms/tick p99', 'CPU ms/tick', 'main ELU', 'worker ELU', 'actions', 'cancels', 'done'],
+    ['workers', 'watched', 'M agent-ticks/s', 'ms/tick p50', 'ms/tick p99', 'CPU ms/tick', 'main ELU', 'worker ELU', 'actions', 'cancels', 'done'],
     ...results.map((r) => [
       r.workers === 0 ? '0 (inline)' : String(r.workers),
+      String(r.watched),
       (r.agentTicksPerSec / 1e6).toFixed(3),
       r.p50.toFixed(2),
       r.p99.toFixed(2),
@@ -214,6 +245,20 @@ const same = results.every((r) => r.actions === reference.actions && r.cancels =
 console.log();
 console.log(same ? 'decisions: every worker count issued the same actions, cancels and done' : 'WARNING: worker counts disagree on decisions (or agents errored)');
 if (!same) process.exitCode = 1;
+if (watch > 0) {
+  console.log();
+  for (const w of workerCounts) {
+    const a = best.get(`${w}/0`)!;
+    const b = best.get(`${w}/${watch}`)!;
+    const cpuA = leastCpu.get(`${w}/0`)!;
+    const cpuB = leastCpu.get(`${w}/${watch}`)!;
+    console.log(
+      `watch A/B, ${w} worker${w === 1 ? '' : 's'}: ${watch} watched of ${sessions * agents} — CPU/tick ${cpuA.toFixed(2)} → ${cpuB.toFixed(2)} ms ` +
+        `(capacity cost ${(100 * (cpuB / cpuA - 1)).toFixed(1)} %, lowest of ${rounds} rounds); agent-ticks/s ratio ${(b.agentTicksPerSec / a.agentTicksPerSec).toFixed(3)} (best rounds); ` +
+        `${b.frames} frames delivered (${b.frames / ticks} per tick)`,
+    );
+  }
+}
 console.log('ms/tick: one round (every session ticked once), observe → merged Decisions. ELU: busy fraction of the event loop over the timed ticks. CPU: the whole process (every thread), untimed world updates included.');
 if (values.json) {
   console.log(JSON.stringify({ node: machine.node, sessions, agents, ticks, tree, results }));
