@@ -1,0 +1,192 @@
+// The page's state and its one WebSocket to the service (GET /v1/inspector/ws, docs/inspector.md).
+// Components read `store.state` and re-render on `useStore()`; only this file talks to the server.
+
+import { useEffect, useState } from 'preact/hooks';
+import type { AgentFrame, AgentId, SessionSample, TreeView, WhyReport } from './types';
+
+/** Frames the page keeps of the watched agent (the server's ring holds at least 30 s). */
+const KEEP_FRAMES = 3000;
+/** Chart points kept per session (1 a second). */
+const KEEP_SAMPLES = 300;
+
+export interface Agents {
+  session: string;
+  trees: string[];
+  rows: Array<[AgentId, number, string]>;
+}
+
+export interface State {
+  connected: boolean;
+  error: string | null;
+  view: 'live' | 'trees';
+  trees: TreeView[];
+  sessions: SessionSample[];
+  charts: Map<string, SessionSample[]>;
+  session: string | null;
+  agents: Agents | null;
+  watching: { session: string; agent: AgentId; label: string; tree: TreeView | null } | null;
+  frames: AgentFrame[];
+  /** The tick shown; null follows the newest frame. */
+  cursor: number | null;
+  why: { tick: number; report: WhyReport | null } | null;
+  selectedTree: string | null;
+}
+
+type Listener = () => void;
+
+class Store {
+  state: State = {
+    connected: false,
+    error: null,
+    view: 'live',
+    trees: [],
+    sessions: [],
+    charts: new Map(),
+    session: null,
+    agents: null,
+    watching: null,
+    frames: [],
+    cursor: null,
+    why: null,
+    selectedTree: null,
+  };
+  private listeners = new Set<Listener>();
+  private socket: WebSocket | null = null;
+  private retry = 0;
+  private agentsAsked = 0;
+
+  subscribe(l: Listener): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+
+  set(patch: Partial<State>): void {
+    this.state = { ...this.state, ...patch };
+    for (const l of this.listeners) l();
+  }
+
+  connect(): void {
+    const key = new URLSearchParams(location.search).get('key');
+    const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const url = `${proto}//${location.host}/v1/inspector/ws${key !== null ? `?key=${encodeURIComponent(key)}` : ''}`;
+    const ws = new WebSocket(url);
+    this.socket = ws;
+    ws.addEventListener('open', () => {
+      this.retry = 0;
+      this.set({ connected: true, error: null });
+      // After a reconnect: subscribe again to what the page shows.
+      if (this.state.session !== null) this.send({ t: 'session', session: this.state.session });
+      if (this.state.watching !== null) this.send({ t: 'watch', agent: this.state.watching.agent });
+    });
+    ws.addEventListener('message', (e) => this.receive(JSON.parse(String(e.data)) as Record<string, unknown>));
+    ws.addEventListener('close', () => {
+      this.socket = null;
+      this.set({ connected: false });
+      setTimeout(() => this.connect(), Math.min(5000, 250 * 2 ** this.retry++));
+    });
+  }
+
+  send(msg: Record<string, unknown>): void {
+    if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(msg));
+  }
+
+  selectSession(session: string | null): void {
+    this.set({ session, agents: null, watching: null, frames: [], cursor: null, why: null });
+    this.send({ t: 'session', session });
+  }
+
+  watch(agent: AgentId, label: string): void {
+    const session = this.state.session;
+    if (session === null) return;
+    this.set({ watching: { session, agent, label, tree: null }, frames: [], cursor: null, why: null });
+    this.send({ t: 'watch', agent });
+  }
+
+  /** Shows an earlier tick (null: follow the newest). */
+  seek(tick: number | null): void {
+    this.set({ cursor: tick });
+  }
+
+  askWhy(tick: number): void {
+    if (this.state.why?.tick === tick) return;
+    this.set({ why: { tick, report: null } });
+    this.send({ t: 'why', tick });
+  }
+
+  /** The frame on screen. */
+  frame(): AgentFrame | null {
+    const { frames, cursor } = this.state;
+    if (frames.length === 0) return null;
+    if (cursor === null) return frames.at(-1) ?? null;
+    return frames.find((f) => f.tick === cursor) ?? frames.at(-1) ?? null;
+  }
+
+  private receive(msg: Record<string, unknown>): void {
+    switch (msg.t) {
+      case 'hello':
+        return this.set({ trees: msg.trees as TreeView[], sessions: msg.sessions as SessionSample[] });
+      case 'history': {
+        const charts = new Map(this.state.charts);
+        charts.set(msg.session as string, msg.samples as SessionSample[]);
+        return this.set({ charts });
+      }
+      case 'agents':
+        if (msg.session !== this.state.session) return;
+        return this.set({ agents: { session: msg.session as string, trees: msg.trees as string[], rows: msg.rows as Agents['rows'] } });
+      case 'watching': {
+        const w = this.state.watching;
+        if (w === null || w.agent !== msg.agent) return;
+        return this.set({ watching: { ...w, label: msg.label as string, tree: msg.tree as TreeView | null } });
+      }
+      case 'ring': {
+        if (this.state.watching?.agent !== msg.agent) return;
+        return this.set({ frames: (msg.frames as AgentFrame[]).slice(-KEEP_FRAMES) });
+      }
+      case 'why': {
+        if (this.state.why?.tick !== msg.tick) return;
+        return this.set({ why: { tick: msg.tick as number, report: msg.report as WhyReport | null } });
+      }
+      case 'push':
+        return this.push(msg);
+      case 'error':
+        return this.set({ error: String(msg.message) });
+    }
+  }
+
+  private push(msg: Record<string, unknown>): void {
+    const patch: Partial<State> = {};
+    const sessions = msg.sessions as SessionSample[] | undefined;
+    if (sessions !== undefined) {
+      patch.sessions = sessions;
+      const charts = new Map<string, SessionSample[]>();
+      for (const s of sessions) {
+        const list = [...(this.state.charts.get(s.session) ?? []), s];
+        charts.set(s.session, list.slice(-KEEP_SAMPLES));
+      }
+      patch.charts = charts;
+      // Agents came or went: fetch the list again (at most every 2 s; it can be 100,000 rows).
+      const mine = sessions.find((s) => s.session === this.state.session);
+      if (mine !== undefined && this.state.agents !== null && mine.agents !== this.state.agents.rows.length && Date.now() - this.agentsAsked > 2000) {
+        this.agentsAsked = Date.now();
+        this.send({ t: 'agents' });
+      }
+      if (this.state.session !== null && mine === undefined) Object.assign(patch, { session: null, agents: null, watching: null, frames: [], cursor: null });
+    }
+    const f = msg.frames as { agent: AgentId; frames: AgentFrame[] } | undefined;
+    if (f !== undefined && this.state.watching?.agent === f.agent) {
+      const frames = [...this.state.frames, ...f.frames];
+      patch.frames = frames.length > KEEP_FRAMES ? frames.slice(-KEEP_FRAMES) : frames;
+    }
+    this.set(patch);
+  }
+}
+
+/** The page's one store. */
+export const store = new Store();
+
+/** Re-renders the calling component on every change of the store. */
+export function useStore(): State {
+  const [, setN] = useState(0);
+  useEffect(() => store.subscribe(() => setN((n) => n + 1)), []);
+  return store.state;
+}
