@@ -32,14 +32,19 @@ export function colourOf(frame: NodeFrame | undefined, deepest: boolean): string
   }
 }
 
-const short = (v: unknown): string => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return s.length > 26 ? `${s.slice(0, 25)}…` : s;
-};
+/** Characters of a detail line that fit in a box. */
+const LINE = 25;
+const clip = (s: string): string => (s.length > LINE ? `${s.slice(0, LINE - 1)}…` : s);
+const short = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)));
 
 /** The lines under a node's title: guard, key parameters, services, decorator state. */
 function details(node: TreeNode, frame: NodeFrame | undefined): string[] {
   const out: string[] = [];
+  if (node.action !== undefined) {
+    const args = node.params?.args;
+    const list = args !== null && typeof args === 'object' ? Object.entries(args).map(([k, v]) => `${k}: ${short(v)}`).join(', ') : '';
+    out.push(`⇢ ${node.action}(${list})`);
+  }
   if (node.guard !== undefined) out.push(`if ${short(node.guard.if)} · ${node.guard.abort}`);
   const p = node.params ?? {};
   for (const [k, v] of Object.entries(p)) {
@@ -49,7 +54,7 @@ function details(node: TreeNode, frame: NodeFrame | undefined): string[] {
   }
   if (node.services !== undefined && node.services.length > 0) out.push(`⟳ ${node.services.map((s) => `${s.service ?? 'values'}/${s.every}s`).join(', ')}`);
   if (frame?.state !== undefined) out.push(Object.entries(frame.state).map(([k, v]) => `${k} ${Number.isInteger(v) ? v : v.toFixed(2)}`).join(' · '));
-  return out.slice(0, 3);
+  return out.slice(0, 3).map(clip);
 }
 
 export function TreeGraph({ tree, frame, marks, onPick, picked }: {

@@ -7,6 +7,8 @@ import { store, type Agents } from './store';
 import type { AgentId } from './types';
 
 const ROW = 24;
+/** Groups larger than this start collapsed (2,000 unlabelled agents would bury the labelled ones). */
+const OPEN_UP_TO = 200;
 
 interface Group {
   name: string;
@@ -45,12 +47,15 @@ function build(agents: Agents, keep: (i: number) => boolean): Group {
   return root;
 }
 
+/** A group is open by default when small; clicking toggles from its default. */
+const isOpen = (g: Group, toggled: Set<string>, all: boolean): boolean => all || (g.count <= OPEN_UP_TO) !== toggled.has(g.path);
+
 function flatten(root: Group, agents: Agents, collapsed: Set<string>, all: boolean): Row[] {
   const out: Row[] = [];
   const walk = (g: Group, depth: number): void => {
     for (const child of [...g.groups.values()].toSorted((a, b) => a.name.localeCompare(b.name))) {
       out.push({ kind: 'group', group: child, depth });
-      if (all || !collapsed.has(child.path)) walk(child, depth + 1);
+      if (isOpen(child, collapsed, all)) walk(child, depth + 1);
     }
     for (const i of g.agents) {
       const row = agents.rows[i];
@@ -110,7 +115,7 @@ export function Hierarchy({ agents, watching }: { agents: Agents | null; watchin
             const top = (first + k) * ROW;
             const pad = 8 + r.depth * 14;
             if (r.kind === 'group') {
-              const open = query.trim() !== '' || !collapsed.has(r.group.path);
+              const open = isOpen(r.group, collapsed, query.trim() !== '');
               return (
                 <div class="row group" style={{ top: `${top}px`, paddingLeft: `${pad}px` }} key={r.group.path} onClick={() => toggle(r.group.path)}>
                   <span class="caret">{open ? '▾' : '▸'}</span>

@@ -138,7 +138,16 @@ function App() {
   return (
     <div class="app">
       <header>
-        <span class="brand">🌳 Canopy <b>inspector</b></span>
+        <span class="brand">
+          <svg class="logo" viewBox="0 0 24 24" width="18" height="18" aria-hidden="true">
+            <circle cx="12" cy="4" r="2.6" />
+            <circle cx="5" cy="13" r="2.6" />
+            <circle cx="19" cy="13" r="2.6" />
+            <circle cx="12" cy="20" r="2.6" />
+            <path d="M12 6.5 5 10.5M12 6.5l7 4M5 15.5l7 2" />
+          </svg>
+          Canopy <b>inspector</b>
+        </span>
         <nav>
           <button type="button" class={s.view === 'live' ? 'on' : ''} onClick={() => store.set({ view: 'live' })}>Live</button>
           <button type="button" class={s.view === 'trees' ? 'on' : ''} onClick={() => store.set({ view: 'trees' })}>Trees</button>

@@ -1,7 +1,7 @@
 // The watched agent's data at the shown tick: blackboard (this tick's changes highlighted), the
 // observation row, waiting actions, running nodes, the timeline of events and the why panel.
 
-import type { AgentFrame, TreeView, WhyReport, WhyTerm } from './types';
+import type { AgentFrame, TreeView, WhyCheck, WhyReport, WhyTerm } from './types';
 
 export const show = (v: unknown): string => {
   if (v === undefined) return 'undefined';
@@ -134,9 +134,17 @@ export function Why({ why, tree, onPick }: { why: { tick: number; report: WhyRep
   if (why === null) return <div class="empty">select a tick</div>;
   if (why.report === null) return <div class="empty">tick {why.tick}: working… (or no longer in the agent's recent past)</div>;
   if (why.report.checks.length === 0) return <div class="empty">no guard or condition was evaluated at tick {why.tick}</div>;
+  // A guard checked twice in one tick (its abort re-check, then the visit) with the same value shows once.
+  const seen = new Map<string, { check: WhyCheck; times: number }>();
+  for (const c of why.report.checks) {
+    const key = `${c.node}|${c.kind}|${c.source}|${show(c.value)}`;
+    const had = seen.get(key);
+    if (had === undefined) seen.set(key, { check: c, times: 1 });
+    else had.times++;
+  }
   return (
     <div class="why">
-      {why.report.checks.map((c, k) => {
+      {[...seen.values()].map(({ check: c, times }, k) => {
         const mid = substitute(c.term);
         return (
           <div class={`check ${c.value === true ? 'yes' : c.value === false ? 'no' : ''}`} key={k} onClick={() => onPick(c.node)}>
@@ -144,6 +152,7 @@ export function Why({ why, tree, onPick }: { why: { tick: number; report: WhyRep
               <span class={`ckind ${c.kind}`}>{c.kind}</span>
               <span class="cnode">{nodeName(tree, c.node)}</span>
               <span class="dim mono">{c.path}</span>
+              {times > 1 && <span class="count">evaluated {times}×</span>}
             </div>
             <div class="mono chain">
               <span>{c.source}</span>

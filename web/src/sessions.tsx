@@ -26,9 +26,10 @@ function Chart({ samples }: { samples: SessionSample[] }) {
         height: 64,
         legend: { show: false },
         cursor: { show: false },
-        axes: [{ show: false }, { show: false }],
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
-        series: [{}, { stroke: '#60a5fa', width: 1.5, fill: 'rgba(96,165,250,0.12)' }, { stroke: '#34d399', width: 1.5 }],
+        axes: [{ show: false }, { show: false, scale: 't' }],
+        // Ticks and decisions on their own scales: 10 ticks/s next to 10,000 decisions/s stay readable.
+        scales: { x: { time: true }, t: { range: (_u, _min, max) => [0, Math.max(1, max * 1.15)] }, d: { range: (_u, _min, max) => [0, Math.max(1, max * 1.15)] } },
+        series: [{}, { scale: 't', stroke: '#60a5fa', width: 1.5, fill: 'rgba(96,165,250,0.12)', points: { show: false } }, { scale: 'd', stroke: '#34d399', width: 1.5, points: { show: false } }],
       },
       data(),
       el.current,
@@ -54,10 +55,10 @@ export function Sessions({ sessions, charts, selected }: { sessions: SessionSamp
             <span><b class="session-agents">{s.agents.toLocaleString()}</b> agents</span>
             <span>tick <b>{s.tick ?? '—'}</b></span>
             <span><b>{fmt(s.ticksPerSec)}</b> ticks/s</span>
-            <span><b>{fmt(s.decisionsPerSec)}</b> decisions/s</span>
+            <span><b class="decisions">{fmt(s.decisionsPerSec)}</b> decisions/s</span>
             {s.mode === 'fixed' && <span>late <b>{s.lateMs.toFixed(1)}</b> ms</span>}
             {s.mode === 'fixed' && <span>missed <b>{s.missed}</b></span>}
-            <span>tick <b>{s.tickMs.toFixed(2)}</b> ms</span>
+            <span>last tick took <b>{s.tickMs.toFixed(1)}</b> ms</span>
           </div>
           <Chart samples={charts.get(s.session) ?? []} />
           <div class="legend"><i class="l-ticks" /> ticks/s <i class="l-dec" /> decisions/s</div>
