@@ -36,6 +36,8 @@ export interface LoadOptions {
   readonly nodeArgs: readonly string[];
   /** Write the child service's CPU profiles here (node --cpu-prof). */
   readonly cpuProf: string | undefined;
+  /** Agents watched by inspector pages during the run (one run per value, compared: the cost of watching). */
+  readonly watch: readonly number[];
 }
 
 export class OptionsError extends Error {
@@ -65,7 +67,9 @@ Simulates game servers driving Canopy and reports what the service sustained.
   --service-node PATH      node binary for the started service          (default: this one)
   --node-args="FLAGS"      extra node flags for the started service
   --cpu-prof DIR           profile the started service (node --cpu-prof) into DIR
-  --seed N                 world seed                                   (default 1)`;
+  --seed N                 world seed                                   (default 1)
+  --watch N[,N...]         agents watched by inspector pages (/v1/inspector/ws) during the run; several
+                           values: one run each, compared (e.g. 0,10: the capacity cost of watching) (default 0)`;
 
 const MAX_AGENTS = 2_000_000;
 
@@ -102,6 +106,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         'service-node': { type: 'string' },
         'node-args': { type: 'string' },
         'cpu-prof': { type: 'string' },
+        watch: { type: 'string', default: '0' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -121,6 +126,8 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     throw new OptionsError('--cpu-prof, --service-node and --node-args apply to a service the generator starts (not with --url)');
   }
   const workers = (v.workers ?? '2').split(',').map((w) => integer('--workers', w.trim(), 0, 64));
+  const watch = v.watch.split(',').map((w) => integer('--watch', w.trim(), 0, 1000));
+  if (v['find-capacity'] && watch.length > 1) throw new OptionsError('--watch: one value with --find-capacity (run the search once per value)');
   const minAgents = integer('--min-agents', v['min-agents'], 1, MAX_AGENTS);
   const maxAgents = integer('--max-agents', v['max-agents'], minAgents, MAX_AGENTS);
   return {
@@ -148,6 +155,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     serviceNode: v['service-node'],
     nodeArgs: v['node-args'] === undefined ? [] : v['node-args'].split(/\s+/).filter((a) => a !== ''),
     cpuProf: v['cpu-prof'],
+    watch,
   };
 }
 
