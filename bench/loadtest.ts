@@ -5,7 +5,9 @@
 //   npm run loadtest -- [--mode lockstep|fixed|both] [--agents 20000] [--sessions 4] [--hz 20] [--seconds 60]
 //                       [--workers 1,2] [--find-capacity] [--url ws://host:port] [--watch 0,10] [--json FILE] ...   (--help)
 
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Mode } from '../src/client/index.js';
 import { findCapacity, type CapacityResult } from './load/capacity.js';
 import { OptionsError, parseOptions, type LoadOptions } from './load/options.js';
@@ -13,6 +15,7 @@ import { capacityLine, capacityTable, failureLines, resultsTable } from './load/
 import { runLoad, type RunResult, type RunSpec } from './load/run.js';
 import { existingService, startService, type Target } from './load/service.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
+import { RecordingReader } from '../src/record/index.js';
 
 let options: LoadOptions;
 try {
@@ -30,7 +33,7 @@ const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 // Every run is bounded: set-up, warm-up, window and drain, times the number of runs, then we give up.
 const runSeconds = (seconds: number): number => o.warmup + seconds + 180;
-const runsPlanned = (o.url === undefined ? o.workers.length : 1) * o.modes.length * (o.findCapacity ? o.maxProbes : o.watch.length);
+const runsPlanned = (o.url === undefined ? o.workers.length : 1) * o.modes.length * (o.findCapacity ? o.maxProbes : o.watch.length * (o.record === 'both' ? 2 : 1));
 const watchdog = setTimeout(() => {
   log(`loadtest: still running after ${runsPlanned} × ${runSeconds(o.findCapacity ? o.probeSeconds : o.seconds)} s; giving up`);
   process.exit(3);
@@ -46,8 +49,15 @@ console.log(
     `${o.sessions} game servers, ${o.agents} agents, ${o.hz} Hz, tree ${o.tree}, ${o.warmup} s warm-up + ${o.findCapacity ? `${o.probeSeconds} s per probe` : `${o.seconds} s`}`,
 );
 
+/** Recording figures of one run: bytes the service wrote for it. */
+const recorded = new Map<RunResult, { bytes: number; files: number; ticks: number }>();
+
+/** Bytes and files of the recordings of the last run with `--record` (read after its service stopped). */
+let lastRecording: { bytes: number; files: number; ticks: number } | null = null;
+
 /** Acquires a fresh target for one run (a new child service, or the given URL), runs, and releases it. */
-async function withTarget<T>(workers: number, use: (target: Target) => Promise<T>): Promise<T> {
+async function withTarget<T>(workers: number, use: (target: Target) => Promise<T>, record = o.record === 'on'): Promise<T> {
+  const recordDir = record ? mkdtempSync(join(tmpdir(), 'canopy-loadtest-rec-')) : null;
   const target =
     o.url !== undefined
       ? await existingService(o.url, o.apiKey)
@@ -55,11 +65,27 @@ async function withTarget<T>(workers: number, use: (target: Target) => Promise<T
           workers,
           ...(o.serviceNode !== undefined ? { node: o.serviceNode } : {}),
           nodeArgs: [...o.nodeArgs, ...(o.cpuProf !== undefined ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProf] : [])],
+          ...(recordDir !== null ? { env: { CANOPY_RECORD: 'all', CANOPY_RECORD_DIR: recordDir, CANOPY_RECORD_MAX_TOTAL_BYTES: '0' } } : {}),
         });
   try {
     return await use(target);
   } finally {
     await target.stop();
+    if (recordDir !== null) {
+      const files = readdirSync(recordDir);
+      // Ticks recorded, from each file's index (block headers only, nothing inflated).
+      let ticks = 0;
+      for (const f of files) {
+        try {
+          const blocks = RecordingReader.open(join(recordDir, f)).index().filter((b) => !Number.isNaN(b.firstTick));
+          if (blocks.length > 0) ticks += blocks.at(-1)!.lastTick - blocks[0]!.firstTick + 1;
+        } catch {
+          // a part without a header (the service stopped first): no ticks
+        }
+      }
+      lastRecording = { bytes: files.reduce((n, f) => n + statSync(join(recordDir, f)).size, 0), files: files.length, ticks };
+      rmSync(recordDir, { recursive: true, force: true });
+    }
   }
 }
 
@@ -90,9 +116,14 @@ const workerCounts: ReadonlyArray<number | null> = o.url === undefined ? o.worke
 for (const workers of workerCounts) {
   for (const mode of o.modes) {
     if (!o.findCapacity) {
-      for (const watch of o.watch) {
-        log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${watch > 0 ? `, ${watch} watched by inspector pages` : ''}`);
-        results.push(await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false, watch), t, progress)));
+      for (const record of o.record === 'both' ? [false, true] : [o.record === 'on']) {
+        for (const watch of o.watch) {
+          log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${record ? ', every session recorded' : ''}${watch > 0 ? `, ${watch} watched by inspector pages` : ''}`);
+          lastRecording = null;
+          const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false, watch), t, progress), record);
+          results.push(r);
+          if (record && lastRecording !== null) recorded.set(r, lastRecording);
+        }
       }
       continue;
     }
@@ -142,7 +173,7 @@ if (o.watch.length > 1) {
   console.log();
   for (const workers of workerCounts) {
     for (const mode of o.modes) {
-      const runs = results.filter((r) => r.mode === mode && (o.url !== undefined || r.workers === workers));
+      const runs = results.filter((r) => r.mode === mode && (o.url !== undefined || r.workers === workers) && !recorded.has(r));
       const base = runs[0];
       if (base === undefined) continue;
       for (const r of runs.slice(1)) {
@@ -156,6 +187,28 @@ if (o.watch.length > 1) {
       }
     }
   }
+}
+
+// Recording: what it cost (A/B in the same process, same load) and how many bytes it wrote.
+const recordingFigures: Array<Record<string, unknown>> = [];
+for (const [r, rec] of recorded) {
+  // Session ticks recorded (warm-up and window) × agents per session.
+  const agentTicks = Math.max(1, rec.ticks * (r.agents / r.sessions));
+  const perAgentTick = rec.bytes / agentTicks;
+  const off = results.find((x) => x !== r && !recorded.has(x) && x.mode === r.mode && x.workers === r.workers);
+  const fig: Record<string, unknown> = { mode: r.mode, workers: r.workers, bytes: rec.bytes, files: rec.files, bytesPerAgentTick: perAgentTick, mbPerSec: rec.bytes / (r.warmupSeconds + r.seconds) / 2 ** 20 };
+  let line = `recording, ${r.mode}: ${(rec.bytes / 2 ** 20).toFixed(1)} MB in ${rec.files} files = ${perAgentTick.toFixed(2)} bytes per agent-tick (compressed), ${(fig.mbPerSec as number).toFixed(2)} MB/s`;
+  if (off !== undefined) {
+    // CPU per agent-tick achieved: the capacity cost at this load (the service is CPU-bound).
+    const cpuOff = off.server.cpuCores / Math.max(1, off.achievedAgentTicksPerSec);
+    const cpuOn = r.server.cpuCores / Math.max(1, r.achievedAgentTicksPerSec);
+    fig.serverCpuCores = { off: off.server.cpuCores, on: r.server.cpuCores };
+    fig.cpuCostRatio = cpuOn / cpuOff;
+    fig.latencyP99Ms = { off: off.latencyMs.p99, on: r.latencyMs.p99 };
+    line += `; service CPU per agent-tick off → on: ×${(cpuOn / cpuOff).toFixed(3)} (${off.server.cpuCores.toFixed(2)} → ${r.server.cpuCores.toFixed(2)} cores); p99 ${off.latencyMs.p99.toFixed(1)} → ${r.latencyMs.p99.toFixed(1)} ms; ok ${off.ok} → ${r.ok}`;
+  }
+  recordingFigures.push(fig);
+  console.log(line);
 }
 
 // Worker scaling: the same mode with more than one worker count.
@@ -211,6 +264,7 @@ if (o.json !== undefined) {
   }
   if (scaling.length > 0) out.scaling = scaling;
   if (watchCosts.length > 0) out.watchCosts = watchCosts;
+  if (recordingFigures.length > 0) out.recording = recordingFigures;
   writeFileSync(o.json, `${JSON.stringify(out, null, 2)}\n`);
   log(`wrote ${o.json}`);
 }

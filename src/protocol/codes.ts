@@ -55,6 +55,7 @@ export const ErrorCode = {
   E_LIMIT: 'E_LIMIT',
   E_PLUGIN: 'E_PLUGIN',
   E_INTERNAL: 'E_INTERNAL',
+  E_RECORDING: 'E_RECORDING',
 } as const;
 
 /** A protocol error code. */
@@ -126,6 +127,10 @@ export const ERRORS = {
   },
   E_INTERNAL: {
     description: 'A bug in the service; the message carries no internals. Please report it.',
+    closes: 'never',
+  },
+  E_RECORDING: {
+    description: "The session's recording stopped (disk full, folder not writable, the disk fell behind); the session goes on unrecorded.",
     closes: 'never',
   },
 } as const satisfies { readonly [C in ErrorCode]: ErrorInfo };

@@ -101,6 +101,8 @@ export interface WelcomeFields {
   readonly hz: number;
   readonly trees: readonly string[];
   readonly limits: WelcomeLimits;
+  /** The recording's id when the session is recorded. */
+  readonly recording?: string | undefined;
 }
 
 /** Encodes `welcome` (answer to `hello`), with `re` when the hello had an `id`. */
@@ -115,6 +117,7 @@ export function encodeWelcome(fields: WelcomeFields, re?: number): Buffer {
     trees: fields.trees,
     limits: fields.limits,
   };
+  if (fields.recording !== undefined) msg.recording = fields.recording;
   if (re !== undefined) msg.re = wireInt(re);
   return encode(msg);
 }

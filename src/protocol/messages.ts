@@ -50,6 +50,8 @@ export interface HelloMessage extends ClientMessageBase {
   readonly fields?: readonly string[];
   /** A `welcome.resume` token of a dropped session to take over. */
   readonly resume?: string;
+  /** Record this session (docs/recording.md); `welcome.recording` names the recording. */
+  readonly record?: boolean;
 }
 
 /** One agent to create. */
@@ -168,6 +170,8 @@ export interface WelcomeMessage extends ServerReplyBase {
   /** Names of the loaded trees. */
   readonly trees: readonly string[];
   readonly limits: WelcomeLimits;
+  /** The session is being recorded: the recording's id (`GET /v1/recordings/:id`). */
+  readonly recording?: string;
 }
 
 /** A problem with one entry of a list: its agent id when it was readable, a code and a message. */

@@ -214,6 +214,8 @@ function parseHello(m: RawMap, re: number | undefined): ParseResult {
   if (resume !== undefined && !isBoundedString(resume, LIMITS.maxResumeTokenLength)) {
     return badField('hello.resume', `expected a non-empty string of at most ${LIMITS.maxResumeTokenLength} characters`, re);
   }
+  const record = opt(m.record);
+  if (record !== undefined && typeof record !== 'boolean') return badField('hello.record', 'expected true or false', re);
   const msg: HelloMessage = {
     t: 'hello',
     id: re,
@@ -222,6 +224,7 @@ function parseHello(m: RawMap, re: number | undefined): ParseResult {
     hz: hz as number | undefined,
     fields: fields as readonly string[] | undefined,
     resume: resume as string | undefined,
+    ...(record === true ? { record: true } : {}),
   };
   return ok(msg);
 }

@@ -32,6 +32,14 @@ export interface Config {
   readonly shutdownMs: number;
   /** Most WebSocket messages per second on one connection (bursts up to one second's worth); 0: unlimited. */
   readonly maxMessageRate: number;
+  /** Which sessions are recorded without asking: `none` (only `hello.record` / the HTTP route) or `all`. */
+  readonly record: 'none' | 'all';
+  /** Folder recordings are written to. */
+  readonly recordDir: string;
+  /** A recording part that reaches this many bytes is closed and the next part begins; 0: no rotation. */
+  readonly recordMaxBytes: number;
+  /** Above this many bytes of recordings in the folder, the oldest finished parts are deleted; 0: no cap. */
+  readonly recordMaxTotalBytes: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -58,6 +66,10 @@ export function defaultConfig(): Config {
     maxFrameBytes: LIMITS.defaultMaxFrameBytes,
     shutdownMs: 10_000,
     maxMessageRate: 10_000,
+    record: 'none',
+    recordDir: './recordings',
+    recordMaxBytes: 256 * 1024 * 1024,
+    recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
   };
 }
 
@@ -80,6 +92,10 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   maxFrameBytes: (raw, name) => ({ maxFrameBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
   shutdownMs: (raw, name) => ({ shutdownMs: integer(raw, name, 0, 600_000) }),
   maxMessageRate: (raw, name) => ({ maxMessageRate: integer(raw, name, 0, 10_000_000) }),
+  record: (raw, name) => ({ record: recordMode(raw, name) }),
+  recordDir: (raw, name) => ({ recordDir: nonEmpty(raw, name) }),
+  recordMaxBytes: (raw, name) => ({ recordMaxBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
+  recordMaxTotalBytes: (raw, name) => ({ recordMaxTotalBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */
@@ -164,4 +180,10 @@ function level(raw: string, name: string): LogLevel {
   const found = LOG_LEVELS.find((l) => l === text);
   if (found === undefined) throw new ConfigError(`${name}: expected one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(raw)}`);
   return found;
+}
+
+function recordMode(raw: string, name: string): 'none' | 'all' {
+  const text = raw.trim().toLowerCase();
+  if (text !== 'none' && text !== 'all') throw new ConfigError(`${name}: expected none or all, got ${JSON.stringify(raw)}`);
+  return text;
 }

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
 import type { AgentPool } from './pool/index.js';
+import type { Recordings } from './recordings.js';
 import type { SessionRegistry } from './sessions.js';
 
 /** Tuning that has no environment variable: defaults suit production, tests shrink them. */
@@ -22,6 +23,8 @@ export interface Tuning {
   readonly retryAfterMs: number;
   /** A worker thread that leaves a tick unanswered this long is stuck and replaced (0: never). */
   readonly workerStallMs: number;
+  /** Raw bytes of records gathered before a recording block is compressed and written. */
+  readonly recordBlockBytes: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -32,6 +35,7 @@ export const DEFAULT_TUNING: Tuning = {
   abuseWindowMs: 10_000,
   retryAfterMs: 1000,
   workerStallMs: 10_000,
+  recordBlockBytes: 256 * 1024,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */
@@ -59,6 +63,8 @@ export interface ServiceContext {
   readonly logger: Logger;
   readonly sessions: SessionRegistry;
   readonly connections: Set<LiveConnection>;
+  /** The flight recorder: recordings being written and on disk. */
+  readonly recordings: Recordings;
   /** Names of the loaded trees, sorted. */
   treeNames(): readonly string[];
   phase: Phase;

@@ -27,6 +27,9 @@ export class Metrics {
   readonly errors: Counter<'code'>;
   readonly unknownRows: Counter;
   readonly goodbyes: Counter<'reason'>;
+  readonly recordingBytes: Counter;
+  readonly recordingFailures: Counter;
+  readonly recordingsStarted: Counter;
   /** Point-in-time gauges, read from `sources` at scrape time. */
   readonly gauges: Gauge[] = [];
 
@@ -98,6 +101,9 @@ export class Metrics {
     this.bytesOut = new Counter({ name: 'canopy_bytes_sent_total', help: 'Bytes of protocol messages sent', labelNames: ['transport'], registers });
     this.errors = new Counter({ name: 'canopy_errors_total', help: 'Errors reported to clients, by protocol code', labelNames: ['code'], registers });
     this.unknownRows = new Counter({ name: 'canopy_unknown_agent_rows_total', help: 'Snapshot observations for agents the session does not have (ignored)', registers });
+    this.recordingBytes = new Counter({ name: 'canopy_recording_bytes_total', help: 'Compressed bytes of recordings written to disk', registers });
+    this.recordingFailures = new Counter({ name: 'canopy_recording_failures_total', help: 'Recordings stopped by an error (disk full, folder not writable, fell behind)', registers });
+    this.recordingsStarted = new Counter({ name: 'canopy_recordings_started_total', help: 'Session recordings started', registers });
     this.goodbyes = new Counter({ name: 'canopy_goodbyes_total', help: 'Sockets closed by the service with `goodbye`, by reason', labelNames: ['reason'], registers });
   }
 }

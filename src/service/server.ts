@@ -11,6 +11,7 @@ import { healthRoutes } from './health.js';
 import { HttpErrorCode, respond, setUpBodies } from './http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
 import { createAgentPool, type AgentPool } from './pool/index.js';
+import { Recordings, recordingRoutes } from './recordings.js';
 import { SessionRegistry } from './sessions.js';
 import { sessionRoutes } from './sessionsHttp.js';
 import { StartupError, loadLibrary, treeRoutes } from './trees.js';
@@ -75,7 +76,11 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     agents: () => pool.agentCount(),
     workers: () => pool.workerStats(),
   });
-  sessions = new SessionRegistry({ pool, metrics, logger, maxAgents: config.maxAgents }, config.resumeGraceMs);
+  const recordings = new Recordings({ config, library, metrics, logger, blockBytes: tuning.recordBlockBytes });
+  sessions = new SessionRegistry(
+    { pool, metrics, logger, maxAgents: config.maxAgents, sessionCreated: (s) => recordings.sessionCreated(s) },
+    config.resumeGraceMs,
+  );
   const ctx: ServiceContext = {
     config,
     tuning,
@@ -84,6 +89,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     logger,
     sessions,
     connections,
+    recordings,
     treeNames: () => treeNames,
     phase: 'starting',
   };
@@ -114,6 +120,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     await api.register(sessionRoutes, { ctx });
     await api.register(inspectorPage);
     await api.register(inspectorStream, { ctx, library });
+    await api.register(recordingRoutes, { ctx });
   });
   app.setNotFoundHandler((request, reply) =>
     respond(request, reply, { code: HttpErrorCode.E_NOT_FOUND, message: `no route ${request.method} ${request.url.split('?')[0]}` }, 404),
@@ -129,6 +136,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     for (const c of live) c.goodbye(GoodbyeReason.shutdown, tuning.retryAfterMs);
     await Promise.all(live.map((c) => c.closed));
     await ctx.sessions.freeAll();
+    await recordings.closeAll();
     await app.close();
     await pool.close();
     ctx.phase = 'closed';

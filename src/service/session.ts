@@ -19,7 +19,7 @@ import {
 import { TickStats } from './tickStats.js';
 import { FixedClock, type ClockTick } from './clock.js';
 import type { Metrics } from './metrics.js';
-import type { AgentPool, Decisions, EntryError as PoolEntryError } from './pool/index.js';
+import type { AgentPool, Decisions, EntryError as PoolEntryError, SpawnEntry } from './pool/index.js';
 
 /** A fixed-mode session with nothing to say still sends an empty `decisions` this often. */
 export const HEARTBEAT_MS = 1000;
@@ -30,6 +30,25 @@ export interface SessionOutput {
   decisions(d: DecisionsFields): void;
   /** Another connection took the session over (resume): this one must say goodbye and close. */
   replaced(): void;
+  /** Something went wrong beside the session's messages (its recording stopped): an `error` to the client. */
+  notice?(code: ErrorCode, message: string): void;
+}
+
+/**
+ * Sees what a session hands the pool and what each tick decided, in that order (the flight recorder,
+ * src/service/recorder.ts). Called synchronously; must not throw and must not wait.
+ */
+export interface SessionTap {
+  spawn(entries: readonly SpawnEntry[]): void;
+  despawn(ids: readonly AgentId[]): void;
+  bb(set: readonly BlackboardEntry[]): void;
+  results(results: readonly ActionResult[]): void;
+  /** `raw`: the frame as received, when it came over the WebSocket. */
+  snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void;
+  /** A tick starts now: inputs before this call take effect in it, inputs after it in the next one. */
+  tick(tick: number, time: number, dt: number, basedOn: number | undefined): void;
+  decisions(d: DecisionsFields): void;
+  ended(): void;
 }
 
 /** What every session shares: the pool, metrics, logger and limits. */
@@ -38,6 +57,8 @@ export interface SessionHost {
   readonly metrics: Metrics;
   readonly logger: Logger;
   readonly maxAgents: number;
+  /** Called for every new session (the recordings start `CANOPY_RECORD=all` recording here). */
+  readonly sessionCreated?: (session: Session) => void;
 }
 
 export interface SessionOptions {
@@ -94,6 +115,8 @@ export class Session {
   /** Lockstep ticks run one after another: each waits for this. */
   private tail: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** The flight recorder while the session is recorded. */
+  recorder: SessionTap | null = null;
 
   constructor(host: SessionHost, options: SessionOptions) {
     this.host = host;
@@ -161,26 +184,27 @@ export class Session {
     this.closed = true;
     this.output = null;
     await this.quiesce();
+    this.recorder?.ended();
     this.host.pool.destroySession(this.id);
   }
 
   /** Creates agents; each entry succeeds or fails alone. `refused` are entries validation already dropped. */
   spawn(agents: readonly SpawnAgent[], refused: readonly EntryError[] = []): { ids: AgentId[]; errors: EntryError[] } {
-    const out = this.host.pool.spawn(
-      this.id,
-      agents.map((a) => ({
-        id: a.id,
-        tree: a.tree,
-        ...(a.label !== undefined ? { label: a.label } : {}),
-        ...(a.seed !== undefined ? { seed: a.seed } : {}),
-        ...(a.bb !== undefined ? { bb: a.bb as Record<string, unknown> } : {}),
-      })),
-    );
+    const entries = agents.map((a) => ({
+      id: a.id,
+      tree: a.tree,
+      ...(a.label !== undefined ? { label: a.label } : {}),
+      ...(a.seed !== undefined ? { seed: a.seed } : {}),
+      ...(a.bb !== undefined ? { bb: a.bb as Record<string, unknown> } : {}),
+    }));
+    this.recorder?.spawn(entries);
+    const out = this.host.pool.spawn(this.id, entries);
     return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
   }
 
   /** Frees agents; unknown ids come back as E_UNKNOWN_AGENT. */
   despawn(ids: readonly AgentId[], refused: readonly EntryError[] = []): { ids: AgentId[]; errors: EntryError[] } {
+    this.recorder?.despawn(ids);
     const out = this.host.pool.despawn(this.id, ids);
     return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
   }
@@ -188,21 +212,30 @@ export class Session {
   /** Blackboard writes, applied at the next tick. */
   setBlackboard(set: readonly BlackboardEntry[]): EntryError[] {
     if (set.length === 0) return [];
+    this.recorder?.bb(set);
     return entryErrors(this.host.pool.setBlackboard(this.id, set as ReadonlyArray<readonly [AgentId, Record<string, unknown>]>));
   }
 
   /** Action results; a result for a seq no longer running is ignored by the agent. */
   results(results: readonly ActionResult[]): EntryError[] {
     if (results.length === 0) return [];
+    this.recorder?.results(results);
+    return this.applyResults(results);
+  }
+
+  private applyResults(results: readonly ActionResult[]): EntryError[] {
+    if (results.length === 0) return [];
     return entryErrors(this.host.pool.results(this.id, results));
   }
 
   /**
    * Applies a snapshot: world, observations, results; `basedOn` becomes its tick. In fixed mode the
-   * next clock tick sees it. Observations for unknown agents are ignored and counted.
+   * next clock tick sees it. Observations for unknown agents are ignored and counted. `raw`: the frame
+   * as received (recorded as is when the session is recorded).
    */
-  applySnapshot(msg: SnapshotMessage): EntryError[] {
+  applySnapshot(msg: SnapshotMessage, raw?: Uint8Array): EntryError[] {
     const pool = this.host.pool;
+    this.recorder?.snapshot(msg, raw);
     if (msg.world !== undefined) pool.setWorld(this.id, msg.world);
     if (msg.agents !== undefined || msg.full === true) {
       const { unknown } = pool.observe(
@@ -212,7 +245,7 @@ export class Session {
       );
       if (unknown > 0) this.host.metrics.unknownRows.inc(unknown);
     }
-    const errors = msg.results !== undefined ? this.results(msg.results) : [];
+    const errors = msg.results !== undefined ? this.applyResults(msg.results) : [];
     this.basedOn = msg.tick;
     return errors;
   }
@@ -223,13 +256,13 @@ export class Session {
    * snapshot's tick), and the per-entry errors of the snapshot.
    * @throws {SnapshotRefused} when `time` is missing or goes backwards (nothing is applied).
    */
-  lockstep(msg: SnapshotMessage): Promise<{ decisions: DecisionsFields; errors: EntryError[] }> {
-    const run = this.tail.then(() => this.lockstepNow(msg));
+  lockstep(msg: SnapshotMessage, raw?: Uint8Array): Promise<{ decisions: DecisionsFields; errors: EntryError[] }> {
+    const run = this.tail.then(() => this.lockstepNow(msg, raw));
     this.tail = run.catch(() => undefined);
     return run;
   }
 
-  private async lockstepNow(msg: SnapshotMessage): Promise<{ decisions: DecisionsFields; errors: EntryError[] }> {
+  private async lockstepNow(msg: SnapshotMessage, raw: Uint8Array | undefined): Promise<{ decisions: DecisionsFields; errors: EntryError[] }> {
     if (this.closed) throw new SnapshotRefused(ErrorCode.E_BAD_FIELD, 'the session has ended');
     const time = msg.time;
     if (time === undefined) {
@@ -241,7 +274,7 @@ export class Session {
         Msg.badField('snapshot.time', `must not go backwards: the previous snapshot had time ${this.lastTime}, this one ${time}`),
       );
     }
-    const errors = this.applySnapshot(msg);
+    const errors = this.applySnapshot(msg, raw);
     const dt = this.lastTime === undefined ? 0 : time - this.lastTime;
     this.lastTime = time;
     const decisions = await this.runTick(msg.tick, time, dt);
@@ -267,6 +300,11 @@ export class Session {
     else this.heartbeat();
   }
 
+  /** Tells the attached client about a problem beside its messages (an `error` frame). */
+  notice(code: ErrorCode, message: string): void {
+    this.output?.notice?.(code, message);
+  }
+
   /** Sends an empty `decisions` when nothing was sent for a second (fixed mode). */
   private heartbeat(): void {
     const output = this.output;
@@ -288,6 +326,7 @@ export class Session {
     const basedOn = this.basedOn;
     const started = performance.now();
     let d: Decisions;
+    this.recorder?.tick(tick, time, dt, basedOn);
     try {
       d = await this.host.pool.tick(this.id, tick, time, dt, basedOn ?? -1);
     } finally {
@@ -299,7 +338,7 @@ export class Session {
     if (d.actions.length > 0) metrics.actions.inc(d.actions.length);
     if (d.cancels.length > 0) metrics.cancels.inc(d.cancels.length);
     for (const e of d.errors) metrics.errors.inc({ code: e[1] });
-    return {
+    const decisions: DecisionsFields = {
       tick,
       basedOn,
       actions: d.actions as DecisionsFields['actions'],
@@ -307,6 +346,8 @@ export class Session {
       done: d.done,
       errors: d.errors as DecisionsFields['errors'],
     };
+    this.recorder?.decisions(decisions);
+    return decisions;
   }
 
   /** A plain description for `GET /v1/sessions` (never the resume token). */

@@ -20,6 +20,7 @@ export class SessionRegistry {
   create(options: SessionOptions): Session {
     const session = new Session(this.host, options);
     this.byId.set(session.id, session);
+    this.host.sessionCreated?.(session);
     return session;
   }
 

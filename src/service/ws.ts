@@ -276,8 +276,8 @@ class Connection implements LiveConnection, SessionOutput {
         this.entryErrors([...parsed.errors, ...session.results(msg.results)], parsed.omittedErrors, msg.id);
         return undefined;
       case 'snapshot':
-        if (session.mode === 'lockstep') return this.lockstep(session, msg, parsed.errors, parsed.omittedErrors);
-        this.entryErrors([...parsed.errors, ...session.applySnapshot(msg)], parsed.omittedErrors, msg.id);
+        if (session.mode === 'lockstep') return this.lockstep(session, msg, parsed.errors, parsed.omittedErrors, bytes);
+        this.entryErrors([...parsed.errors, ...session.applySnapshot(msg, bytes)], parsed.omittedErrors, msg.id);
         return undefined;
       case 'ping':
         this.outbox.send(encodePong(msg.n, msg.id));
@@ -327,6 +327,7 @@ class Connection implements LiveConnection, SessionOutput {
       transport: 'ws',
     });
     this.session = session;
+    const recording = ctx.recordings.forHello(session, msg.record === true);
     this.outbox.send(
       encodeWelcome(
         {
@@ -344,6 +345,7 @@ class Connection implements LiveConnection, SessionOutput {
             resumeGraceMs: ctx.config.resumeGraceMs,
             maxMessageRate: ctx.config.maxMessageRate,
           },
+          recording,
         },
         msg.id,
       ),
@@ -352,10 +354,10 @@ class Connection implements LiveConnection, SessionOutput {
     this.log.debug({ session: session.id, mode: session.mode, resumed }, resumed ? 'session resumed' : 'session opened');
   }
 
-  private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number): Promise<void> {
+  private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number, raw: Buffer): Promise<void> {
     let decisions: DecisionsFields;
     try {
-      const out = await session.lockstep(msg);
+      const out = await session.lockstep(msg, raw);
       this.entryErrors([...refused, ...out.errors], omitted, msg.id);
       decisions = out.decisions;
     } catch (err) {
@@ -389,6 +391,10 @@ class Connection implements LiveConnection, SessionOutput {
 
   replaced(): void {
     this.goodbye(GoodbyeReason.replaced);
+  }
+
+  notice(code: ErrorCode, message: string): void {
+    this.refuse(code, message);
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -108,6 +108,11 @@ export class AgentHost {
     }
   }
 
+  /** The agent in `slot` of `session` on this host, or null: for tools on the same thread (replay, inspector). */
+  agentAt(session: string, slot: number): Agent | null {
+    return this.sessions.get(session)?.agents[slot] ?? null;
+  }
+
   private spawn(session: string, fields: readonly string[] | null, orders: readonly SpawnOrder[]): void {
     let s = this.sessions.get(session);
     if (s === undefined) {

@@ -1,6 +1,7 @@
 // InlinePool: the agents live on the calling thread, in one AgentHost that the router calls directly — the same
 // host and router code as the worker pool, minus the threads. For tests and tiny deployments.
 
+import type { Agent, AgentId } from '../../bt/index.js';
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { AgentHost, type TreeLookup } from './host.js';
 import { PoolRouter } from './router.js';
@@ -24,6 +25,15 @@ export class InlinePool extends PoolRouter {
 
   close(): Promise<void> {
     return Promise.resolve();
+  }
+
+  /**
+   * The live engine Agent of `id` (inline only: it lives on this thread), or null. For tools that replay on
+   * this thread (recordings, the inspector); mutating it changes the session.
+   */
+  agentObject(session: string, id: AgentId): Agent | null {
+    const at = this.locateAgent(session, id);
+    return at === undefined ? null : this.host.agentAt(session, at.slot);
   }
 
   protected post(_host: number, msg: ToHost): void {

@@ -29,6 +29,13 @@ export async function loadTrees(trees: string, plugins: string | undefined): Pro
   }
 }
 
+/** A node catalog with every plugin of `dir` registered (none when undefined), or the loader's error text. */
+export async function loadCatalog(dir: string | undefined): Promise<{ ok: true; catalog: NodeCatalog } | { ok: false; error: string }> {
+  const catalog = new NodeCatalog();
+  const problem = dir === undefined ? null : await loadPlugins(dir, catalog);
+  return problem === null ? { ok: true, catalog } : { ok: false, error: problem };
+}
+
 /** Imports each module of the folder (sorted by name, so clashes report the same way everywhere). */
 async function loadPlugins(dir: string, catalog: NodeCatalog): Promise<string | null> {
   let files: string[];

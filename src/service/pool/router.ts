@@ -462,6 +462,12 @@ export abstract class PoolRouter implements AgentPool {
     }
   }
 
+  /** Where agent `id` of `session` lives (host, slot), or undefined. */
+  protected locateAgent(session: string, id: AgentId): { host: number; slot: number } | undefined {
+    const r = this.sessions.get(session)?.routes.get(id);
+    return r === undefined ? undefined : { host: r.host, slot: r.slot };
+  }
+
   /** Request ids for subclasses' own requests. */
   protected nextRequestId(): number {
     return this.nextReq++;

@@ -1,0 +1,146 @@
+// The recording file format (docs/recording.md): a magic line, then independently compressed blocks of
+// length-delimited records. Shared by the writer (service), the reader, replay and the inspector.
+
+import { crc32 } from 'node:zlib';
+import type { AgentId, DecisionsFields } from '../protocol/index.js';
+
+/** First bytes of every recording file (8 bytes: name and format version). */
+export const MAGIC = Buffer.from('CANOPYR1', 'latin1');
+/** Format version written in the header record; a reader refuses newer ones. */
+export const FORMAT_VERSION = 1;
+/** File name extension of a recording part. */
+export const EXTENSION = '.canopyrec';
+
+/**
+ * Block header, little-endian: u32 compressed length, u32 raw length, u32 CRC-32 of the compressed bytes,
+ * f64 first tick, f64 last tick (NaN when the block holds no tick). A reader hops from header to header to
+ * find a tick without inflating anything: that is the index.
+ */
+export const BLOCK_HEADER_BYTES = 28;
+
+/**
+ * Record kinds (one byte before each record's u32 length). Payloads are MessagePack, except SNAPSHOT_FRAME
+ * and DECISIONS, which are the protocol frames exactly as the wire carried them.
+ */
+export const Kind = {
+  /** {@link RecordingHeader}: first record of every part. */
+  HEADER: 1,
+  /** `{ trees, definitions }` ({@link TreeTable}): the library changed (a reload); later spawns use these. */
+  TREES: 2,
+  /** The spawn entries the session handed to the pool: `[{ id, tree, label?, seed?, bb? }]`. */
+  SPAWN: 3,
+  /** Agent ids despawned: `[id, ...]`. */
+  DESPAWN: 4,
+  /** Blackboard writes: `[[id, { key: value }], ...]`. */
+  BB: 5,
+  /** Action results: `[[id, seq, status], ...]`. */
+  RESULTS: 6,
+  /** A `snapshot` frame as received on the WebSocket (raw bytes; replay reads it as the service did). */
+  SNAPSHOT_FRAME: 7,
+  /** A snapshot that came without wire bytes (HTTP): `{ tick, time?, world?, agents?, results?, full? }`. */
+  SNAPSHOT: 8,
+  /** A tick starts: `[tick, time, dt, basedOn | null]`. Inputs before it took effect in it. */
+  TICK: 9,
+  /** The `decisions` frame a tick produced, encoded as sent (fixed mode: only frames with content). */
+  DECISIONS: 10,
+  /** The recording ends: `{ reason, next? }` (`next`: the file name of the following part after rotation). */
+  END: 11,
+} as const;
+export type Kind = (typeof Kind)[keyof typeof Kind];
+
+/** Every tree a session may use, by content hash: name → hashes, and each definition once by its own hash. */
+export interface TreeTable {
+  /** Tree name → `{ hash: compiled hash (tree + subtrees), def: hash of this tree's own definition }`. */
+  readonly trees: Readonly<Record<string, { readonly hash: string; readonly def: string }>>;
+  /** Definition hash → the tree definition as loaded. */
+  readonly definitions: Readonly<Record<string, unknown>>;
+}
+
+/** The first record of each part. Never holds API keys or resume tokens. */
+export interface RecordingHeader extends TreeTable {
+  readonly format: number;
+  /** Canopy version that wrote it. */
+  readonly canopy: string;
+  /** Recording id: the file names of its parts start with it. */
+  readonly recording: string;
+  /** Part number, from 1; a size rotation starts the next part. */
+  readonly part: number;
+  readonly session: string;
+  readonly mode: 'fixed' | 'lockstep';
+  readonly hz: number;
+  readonly fields: readonly string[] | null;
+  /** Wall clock at the start of the part (informational). */
+  readonly startedAt: string;
+  /** Plugins loaded when recording started (names; versions when the plugin declares one). */
+  readonly plugins: ReadonlyArray<{ readonly name: string; readonly version?: string }>;
+}
+
+/** One spawn entry as recorded. */
+export interface SpawnRecord {
+  readonly id: AgentId;
+  readonly tree: string;
+  readonly label?: string;
+  readonly seed?: number;
+  readonly bb?: Record<string, unknown>;
+}
+
+/** A tick marker. `basedOn` is null before the first snapshot. */
+export interface TickRecord {
+  readonly tick: number;
+  readonly time: number;
+  readonly dt: number;
+  readonly basedOn: number | null;
+}
+
+/** True when a tick's decisions hold something (fixed-mode frames without content are not sent). */
+export function hasContent(d: DecisionsFields): boolean {
+  return (d.actions?.length ?? 0) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
+}
+
+/** Frames one record: kind byte, u32 payload length, then the payload's parts (not copied here). */
+export function recordHead(kind: Kind, length: number): Buffer {
+  const head = Buffer.allocUnsafe(5);
+  head[0] = kind;
+  head.writeUInt32LE(length, 1);
+  return head;
+}
+
+/** The block header for compressed bytes `body` covering ticks `first`..`last` (NaN: none). */
+export function blockHeader(body: Uint8Array, rawLength: number, first: number, last: number): Buffer {
+  const h = Buffer.allocUnsafe(BLOCK_HEADER_BYTES);
+  h.writeUInt32LE(body.length, 0);
+  h.writeUInt32LE(rawLength, 4);
+  h.writeUInt32LE(crc32(body), 8);
+  h.writeDoubleLE(first, 12);
+  h.writeDoubleLE(last, 20);
+  return h;
+}
+
+/** A block header read back. */
+export interface BlockInfo {
+  readonly compressed: number;
+  readonly raw: number;
+  readonly crc: number;
+  readonly firstTick: number;
+  readonly lastTick: number;
+}
+
+export function readBlockHeader(h: Uint8Array): BlockInfo {
+  const b = Buffer.from(h.buffer, h.byteOffset, h.byteLength);
+  return { compressed: b.readUInt32LE(0), raw: b.readUInt32LE(4), crc: b.readUInt32LE(8), firstTick: b.readDoubleLE(12), lastTick: b.readDoubleLE(20) };
+}
+
+/** Recording ids and part file names: letters, digits, `-`, `_`, `.` only, never `..` (no path can be formed). */
+export const SAFE_NAME = /^(?!.*\.\.)[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** File name of part `part` of recording `recording`. */
+export function partFileName(recording: string, part: number): string {
+  return `${recording}.p${String(part).padStart(3, '0')}${EXTENSION}`;
+}
+
+/** The recording id and part number of a part file name, or null if it is not one. */
+export function parsePartFileName(name: string): { recording: string; part: number } | null {
+  const m = /^(.+)\.p(\d{3,})\.canopyrec$/.exec(name);
+  if (m === null || !SAFE_NAME.test(name)) return null;
+  return { recording: m[1]!, part: Number(m[2]) };
+}

@@ -1,0 +1,167 @@
+// Reads recordings: the parts of one recording in order, block by block, record by record. A file cut
+// off by a crash (a short or corrupt last block) reads up to its last complete block and says so.
+
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { crc32, inflateRawSync } from 'node:zlib';
+import { decode } from '../protocol/index.js';
+import {
+  BLOCK_HEADER_BYTES,
+  FORMAT_VERSION,
+  Kind,
+  MAGIC,
+  parsePartFileName,
+  partFileName,
+  readBlockHeader,
+  type BlockInfo,
+  type RecordingHeader,
+} from './format.js';
+
+/** One record: its kind and payload (MessagePack, or a raw protocol frame). */
+export interface RawRecord {
+  readonly kind: Kind;
+  readonly payload: Buffer;
+}
+
+/** A block of the index: where it starts and the ticks it marks. */
+export interface IndexEntry extends BlockInfo {
+  readonly part: string;
+  readonly offset: number;
+}
+
+/** A recording could not be opened (not a recording, newer format, a missing first part). */
+export class RecordingError extends Error {
+  override readonly name = 'RecordingError';
+}
+
+/**
+ * Every part file of the recording that `path` belongs to, first part first: a recording replays from its
+ * start, so a later part pulls in the earlier ones (they must still exist).
+ */
+export function recordingParts(path: string): string[] {
+  const parsed = parsePartFileName(basename(path));
+  if (parsed === null) return [path];
+  const dir = dirname(path);
+  const parts: string[] = [];
+  for (let part = 1; ; part++) {
+    const file = join(dir, partFileName(parsed.recording, part));
+    if (!existsSync(file)) {
+      if (part <= parsed.part) {
+        throw new RecordingError(`${basename(path)} is part ${parsed.part} of recording ${parsed.recording}, but part ${part} (${basename(file)}) is gone: a recording replays from its first part`);
+      }
+      return parts;
+    }
+    parts.push(file);
+  }
+}
+
+/** Reads the records of a recording's parts in order. */
+export class RecordingReader {
+  readonly parts: readonly string[];
+  /** The first part's header. */
+  readonly header: RecordingHeader;
+  /** Set once reading stopped early: which file and why (a crash cut it off, or it is damaged). */
+  problem: string | null = null;
+
+  private constructor(parts: readonly string[], header: RecordingHeader) {
+    this.parts = parts;
+    this.header = header;
+  }
+
+  /** Opens the recording `path` belongs to and reads its header. @throws {RecordingError} */
+  static open(path: string): RecordingReader {
+    const parts = recordingParts(path);
+    let header: RecordingHeader | undefined;
+    for (const r of readPart(parts[0]!, null)) {
+      if (r.kind === Kind.HEADER) header = decode(r.payload) as RecordingHeader;
+      break;
+    }
+    if (header === undefined) throw new RecordingError(`${parts[0]}: not a Canopy recording (no header)`);
+    if (header.format > FORMAT_VERSION) throw new RecordingError(`${parts[0]}: recording format ${header.format} is newer than this Canopy reads (${FORMAT_VERSION})`);
+    return new RecordingReader(parts, header);
+  }
+
+  /** Every record of every part, in order (each part begins with its HEADER). */
+  *records(): Generator<RawRecord> {
+    for (const part of this.parts) {
+      const problems: string[] = [];
+      yield* readPart(part, problems);
+      if (problems.length > 0) {
+        this.problem = problems[0]!;
+        return;
+      }
+    }
+  }
+
+  /** The blocks of every part with their offsets and tick ranges, read from block headers only. */
+  index(): IndexEntry[] {
+    const out: IndexEntry[] = [];
+    for (const part of this.parts) {
+      const fd = openSync(part, 'r');
+      try {
+        const size = statSync(part).size;
+        let offset = MAGIC.length;
+        const head = Buffer.alloc(BLOCK_HEADER_BYTES);
+        while (offset + BLOCK_HEADER_BYTES <= size) {
+          readSync(fd, head, 0, BLOCK_HEADER_BYTES, offset);
+          const info = readBlockHeader(head);
+          if (offset + BLOCK_HEADER_BYTES + info.compressed > size) break;
+          out.push({ ...info, part, offset });
+          offset += BLOCK_HEADER_BYTES + info.compressed;
+        }
+      } finally {
+        closeSync(fd);
+      }
+    }
+    return out;
+  }
+}
+
+/** The records of one part file; a damaged or cut-off block ends it (reported in `problems` when given). */
+function* readPart(path: string, problems: string[] | null): Generator<RawRecord> {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    throw new RecordingError(`${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  try {
+    const size = statSync(path).size;
+    const magic = Buffer.alloc(MAGIC.length);
+    if (readSync(fd, magic, 0, MAGIC.length, 0) < MAGIC.length || !magic.equals(MAGIC)) {
+      throw new RecordingError(`${path}: not a Canopy recording`);
+    }
+    let offset = MAGIC.length;
+    const head = Buffer.alloc(BLOCK_HEADER_BYTES);
+    while (offset < size) {
+      if (offset + BLOCK_HEADER_BYTES > size) {
+        problems?.push(`${basename(path)}: cut off inside a block header at byte ${offset}`);
+        return;
+      }
+      readSync(fd, head, 0, BLOCK_HEADER_BYTES, offset);
+      const info = readBlockHeader(head);
+      if (offset + BLOCK_HEADER_BYTES + info.compressed > size) {
+        problems?.push(`${basename(path)}: cut off inside the block at byte ${offset}`);
+        return;
+      }
+      const body = Buffer.allocUnsafe(info.compressed);
+      readSync(fd, body, 0, info.compressed, offset + BLOCK_HEADER_BYTES);
+      if (crc32(body) !== info.crc) {
+        problems?.push(`${basename(path)}: the block at byte ${offset} is damaged (checksum)`);
+        return;
+      }
+      const raw = inflateRawSync(body);
+      let at = 0;
+      while (at + 5 <= raw.length) {
+        const kind = raw[at] as Kind;
+        const length = raw.readUInt32LE(at + 1);
+        if (at + 5 + length > raw.length) break;
+        yield { kind, payload: raw.subarray(at + 5, at + 5 + length) };
+        at += 5 + length;
+      }
+      offset += BLOCK_HEADER_BYTES + info.compressed;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,230 @@
+// Writes one recording: records are appended in memory (a few buffer pushes on the session's path), and
+// whole blocks are compressed on libuv's thread pool and appended to the file in order. Nothing here is
+// ever awaited by a tick; a failing disk stops the recording, never the session.
+
+import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { deflateRaw } from 'node:zlib';
+import { encode } from '../protocol/index.js';
+import { blockHeader, FORMAT_VERSION, Kind, MAGIC, partFileName, recordHead, type RecordingHeader, type TreeTable } from './format.js';
+
+/** What a writer needs to know; the header fields that do not change between parts. */
+export interface WriterOptions {
+  readonly dir: string;
+  /** Recording id (a safe file-name stem). */
+  readonly recording: string;
+  readonly header: Omit<RecordingHeader, 'format' | 'part' | 'startedAt' | 'recording'>;
+  /** A part that reaches this many bytes on disk is closed and the next part begins (0: never). */
+  readonly maxBytes: number;
+  /** Raw bytes gathered before a block is compressed and written. Default 256 KiB. */
+  readonly blockBytes?: number;
+  /** A block is written at the latest this long after its first record. Default 1000 ms. */
+  readonly flushMs?: number;
+  /** Bytes waiting for compression or the disk above which the recording stops (it fell behind). Default 256 MiB. */
+  readonly maxPendingBytes?: number;
+  /** zlib level, 1 (fastest) to 9. Default 1. */
+  readonly level?: number;
+  /** Compressed bytes reached the file `path`. */
+  readonly onWritten?: (bytes: number, path: string) => void;
+  /** A part was finished (rotation or the end). */
+  readonly onPartClosed?: (path: string) => void;
+  /** The recording stopped on an error (once). The session goes on. */
+  readonly onError: (err: Error) => void;
+}
+
+/** One recording being written, part after part. */
+export class RecordingWriter {
+  private readonly opts: WriterOptions;
+  private readonly blockBytes: number;
+  private readonly flushMs: number;
+  private readonly maxPending: number;
+  private trees: TreeTable;
+  private part = 0;
+  private path = '';
+  private handle: Promise<FileHandle> | null = null;
+  private partBytes = 0;
+  private chunks: Uint8Array[] = [];
+  private chunkBytes = 0;
+  private firstTick = Number.NaN;
+  private lastTick = Number.NaN;
+  private pending = 0;
+  private chain: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private failed: Error | null = null;
+  private closed = false;
+
+  constructor(opts: WriterOptions) {
+    this.opts = opts;
+    this.blockBytes = opts.blockBytes ?? 256 * 1024;
+    this.flushMs = opts.flushMs ?? 1000;
+    this.maxPending = opts.maxPendingBytes ?? 256 * 1024 * 1024;
+    this.trees = { trees: opts.header.trees, definitions: opts.header.definitions };
+    this.startPart();
+  }
+
+  /** The file being written now. */
+  get file(): string {
+    return this.path;
+  }
+
+  /** True while records are still taken (not closed, not failed). */
+  get active(): boolean {
+    return !this.closed && this.failed === null;
+  }
+
+  /** The error that stopped the recording, if any. */
+  get error(): Error | null {
+    return this.failed;
+  }
+
+  /** Appends a record with a MessagePack payload. */
+  value(kind: Kind, payload: unknown): void {
+    if (!this.active) return;
+    this.bytes(kind, encode(payload));
+  }
+
+  /** Appends a record whose payload is already bytes (a frame as the wire carried it). Kept by reference. */
+  bytes(kind: Kind, payload: Uint8Array): void {
+    if (!this.active) return;
+    this.chunks.push(recordHead(kind, payload.length), payload);
+    this.chunkBytes += 5 + payload.length;
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.flush();
+    }, this.flushMs).unref();
+  }
+
+  /** Appends a tick marker (kept in the block header as the index). */
+  tick(tick: number, time: number, dt: number, basedOn: number | null): void {
+    if (!this.active) return;
+    if (Number.isNaN(this.firstTick)) this.firstTick = tick;
+    this.lastTick = tick;
+    this.value(Kind.TICK, [tick, time, dt, basedOn]);
+  }
+
+  /** A tick ended: the block is written if it is big enough, and a part over its size rotates. */
+  tickEnded(): void {
+    if (!this.active) return;
+    if (this.chunkBytes >= this.blockBytes) this.flush();
+    if (this.opts.maxBytes > 0 && this.partBytes + this.pending >= this.opts.maxBytes) this.rotate();
+  }
+
+  /** The library changed: records what later spawns use (and repeats it in later parts' headers). */
+  setTrees(trees: TreeTable): void {
+    this.trees = trees;
+    this.value(Kind.TREES, trees);
+  }
+
+  /** Writes what is buffered, an END record, and closes the file. Resolves when it is on disk (never rejects). */
+  async close(reason: string): Promise<void> {
+    if (this.active) {
+      this.value(Kind.END, { reason });
+      this.flush();
+      this.closed = true;
+      this.closePart();
+    }
+    this.closed = true;
+    clearTimeout(this.timer);
+    await this.chain;
+  }
+
+  /** Compresses the buffered records into one block and queues it for the file. */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.chunks.length === 0 || this.failed !== null) return;
+    const raw = Buffer.concat(this.chunks, this.chunkBytes);
+    const first = this.firstTick;
+    const last = this.lastTick;
+    this.chunks = [];
+    this.chunkBytes = 0;
+    this.firstTick = Number.NaN;
+    this.lastTick = Number.NaN;
+    this.pending += raw.length;
+    if (this.pending > this.maxPending) {
+      this.fail(new Error(`the recording fell behind the session (${this.pending} bytes waiting for the disk)`));
+      return;
+    }
+    const compressed = new Promise<Buffer>((resolve, reject) => {
+      deflateRaw(raw, { level: this.opts.level ?? 1 }, (err, out) => (err === null ? resolve(out) : reject(err)));
+    });
+    const handle = this.handle!;
+    const path = this.path;
+    this.enqueue(async () => {
+      const body = await compressed;
+      const head = blockHeader(body, raw.length, first, last);
+      await (await handle).writev([head, body]);
+      this.pending -= raw.length;
+      this.partBytes += head.length + body.length;
+      this.opts.onWritten?.(head.length + body.length, path);
+    });
+  }
+
+  private startPart(): void {
+    this.part++;
+    this.path = join(this.opts.dir, partFileName(this.opts.recording, this.part));
+    this.partBytes = 0;
+    const path = this.path;
+    const handle = mkdir(this.opts.dir, { recursive: true }).then(() => open(path, 'wx'));
+    // Handled in the chain; this only keeps an early failure from being reported as unhandled.
+    handle.catch(() => undefined);
+    this.handle = handle;
+    this.enqueue(async () => {
+      await (await handle).write(MAGIC);
+      this.partBytes += MAGIC.length;
+      this.opts.onWritten?.(MAGIC.length, path);
+    });
+    const header: RecordingHeader = {
+      ...this.opts.header,
+      ...this.trees,
+      format: FORMAT_VERSION,
+      recording: this.opts.recording,
+      part: this.part,
+      startedAt: new Date().toISOString(),
+    };
+    this.value(Kind.HEADER, header);
+  }
+
+  private rotate(): void {
+    const next = partFileName(this.opts.recording, this.part + 1);
+    this.value(Kind.END, { reason: 'rotated', next });
+    this.flush();
+    this.closePart();
+    if (this.failed === null) this.startPart();
+  }
+
+  private closePart(): void {
+    const handle = this.handle;
+    const path = this.path;
+    if (handle === null) return;
+    this.handle = null;
+    this.enqueue(async () => {
+      await (await handle).close();
+      this.opts.onPartClosed?.(path);
+    });
+  }
+
+  private enqueue(step: () => Promise<void>): void {
+    this.chain = this.chain.then(async () => {
+      if (this.failed !== null) return;
+      try {
+        await step();
+      } catch (err) {
+        this.fail(err instanceof Error ? err : new Error(String(err)));
+      }
+    });
+  }
+
+  private fail(err: Error): void {
+    if (this.failed !== null) return;
+    this.failed = err;
+    this.chunks = [];
+    this.chunkBytes = 0;
+    clearTimeout(this.timer);
+    const handle = this.handle;
+    this.handle = null;
+    // Whatever reached the disk stays a readable prefix; the handle is released quietly.
+    void handle?.then((h) => h.close()).catch(() => undefined);
+    this.opts.onError(err);
+  }
+}

@@ -1,0 +1,75 @@
+// The flight recorder attached to one session: turns what the session applies and decides into records
+// of src/record's format. Inputs are logged where the session hands them to the pool, ticks where they
+// start, decisions as encoded for the wire. A few buffer pushes per call; the disk is the writer's job.
+
+import { encodeDecisions, encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type SnapshotMessage } from '../protocol/index.js';
+import { hasContent, Kind } from '../record/format.js';
+import type { RecordingWriter } from '../record/writer.js';
+import type { SpawnEntry } from './pool/index.js';
+import type { SessionTap } from './session.js';
+
+/** One session's recording: a SessionTap writing to a RecordingWriter. */
+export class SessionRecorder implements SessionTap {
+  readonly writer: RecordingWriter;
+  /** The recording id (`GET /v1/recordings/:id` serves its first part). */
+  readonly id: string;
+  private readonly fixed: boolean;
+  private readonly onEnd: () => void;
+
+  constructor(writer: RecordingWriter, id: string, mode: 'fixed' | 'lockstep', onEnd: () => void) {
+    this.writer = writer;
+    this.id = id;
+    this.fixed = mode === 'fixed';
+    this.onEnd = onEnd;
+  }
+
+  spawn(entries: readonly SpawnEntry[]): void {
+    this.writer.value(Kind.SPAWN, entries);
+  }
+
+  despawn(ids: readonly AgentId[]): void {
+    this.writer.value(Kind.DESPAWN, ids);
+  }
+
+  bb(set: readonly BlackboardEntry[]): void {
+    this.writer.value(Kind.BB, set);
+  }
+
+  results(results: readonly ActionResult[]): void {
+    this.writer.value(Kind.RESULTS, results);
+  }
+
+  snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void {
+    if (raw !== undefined) {
+      // The wire bytes, by reference: no copy, no re-encoding on the session's path.
+      this.writer.bytes(Kind.SNAPSHOT_FRAME, raw);
+      return;
+    }
+    const agents = msg.agents !== undefined && isPackedRows(msg.agents) ? unpackRows(msg.agents) : msg.agents;
+    this.writer.bytes(
+      Kind.SNAPSHOT,
+      encode({
+        tick: msg.tick,
+        ...(msg.time !== undefined ? { time: msg.time } : {}),
+        ...(msg.world !== undefined ? { world: msg.world } : {}),
+        ...(agents !== undefined ? { agents } : {}),
+        ...(msg.results !== undefined ? { results: msg.results } : {}),
+        ...(msg.full !== undefined ? { full: msg.full } : {}),
+      }),
+    );
+  }
+
+  tick(tick: number, time: number, dt: number, basedOn: number | undefined): void {
+    this.writer.tick(tick, time, dt, basedOn ?? null);
+  }
+
+  decisions(d: DecisionsFields): void {
+    // Fixed mode sends nothing for a tick with nothing to say (a heartbeat is not a tick's output).
+    if (!this.fixed || hasContent(d)) this.writer.bytes(Kind.DECISIONS, encodeDecisions(d));
+    this.writer.tickEnded();
+  }
+
+  ended(): void {
+    this.onEnd();
+  }
+}

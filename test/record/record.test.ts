@@ -1,0 +1,274 @@
+// The flight recorder end to end: real sessions over a real socket (worker threads) are recorded, then
+// replayed offline; frames must come back byte for byte, and what-if must name exactly what changes.
+
+import { copyFile, mkdtemp, readFile, readdir, rm, truncate, writeFile, mkdir, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { TreeLibrary } from '../../src/bt/library.js';
+import { decode } from '../../src/protocol/index.js';
+import { Kind, RecordingWriter, ReplaySession, verifyRecording, whatIf } from '../../src/record/index.js';
+import { http, RawClient, start, type Frame, type Running } from '../service/harness.js';
+import { FIELDS, hp, playLockstep } from './game.js';
+
+const TREES = resolve('trees');
+let dir: string;
+let running: Running;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'canopy-record-'));
+  running = await start({ trees: TREES, workers: 2, recordDir: join(dir, 'recordings'), tuning: { recordBlockBytes: 4096 } });
+});
+
+afterAll(async () => {
+  await running.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Stops the session's recording (resolves once the file is complete) and returns the first part's path. */
+async function stopRecording(session: string): Promise<string> {
+  const res = await http(running.base, 'DELETE', `/v1/sessions/${session}/recording`);
+  expect(res.status).toBe(200);
+  const id = (res.body as { recording: string }).recording;
+  return join(dir, 'recordings', `${id}.p001.canopyrec`);
+}
+
+let lockstepFile: string;
+let liveFrames: Frame[];
+
+describe('lockstep', () => {
+  test('a recorded session replays offline to identical decisions frames', async () => {
+    const { client, welcome } = await RawClient.hello(running.wsUrl, { mode: 'lockstep', fields: FIELDS, record: true });
+    expect(typeof welcome.recording).toBe('string');
+    liveFrames = await playLockstep(client);
+    lockstepFile = await stopRecording(welcome.session as string);
+    await client.close();
+
+    const report = await verifyRecording(lockstepFile);
+    expect(report).toMatchObject({ identical: true, difference: null, truncated: null, ticks: 60, frames: 60, firstTick: 1, lastTick: 60 });
+    // On worker threads too: decisions come in spawn order whatever the number of workers.
+    expect(await verifyRecording(lockstepFile, { workers: 2 })).toMatchObject({ identical: true, frames: 60 });
+    // The replayed frames are the frames the game received.
+    const replay = await ReplaySession.open(lockstepFile);
+    const replayed: unknown[] = [];
+    while (await replay.next()) replayed.push(decode(replay.frame()!));
+    expect(replayed).toEqual(liveFrames.map(({ re: _re, ...f }) => f));
+    // The session exercised what the recorder must carry.
+    const all = liveFrames.flatMap((f) => [...((f.actions as unknown[]) ?? [])]);
+    expect(all.length).toBeGreaterThan(50);
+    expect(liveFrames.some((f) => ((f.cancels as unknown[]) ?? []).length > 0)).toBe(true);
+    expect(liveFrames.some((f) => ((f.done as unknown[]) ?? []).length > 0)).toBe(true);
+  });
+
+  test('recording on or off changes no frame of the session', async () => {
+    const { client } = await RawClient.hello(running.wsUrl, { mode: 'lockstep', fields: FIELDS });
+    const frames = await playLockstep(client);
+    await client.close();
+    expect(frames.map(({ re: _re, ...f }) => f)).toEqual(liveFrames.map(({ re: _re, ...f }) => f));
+  });
+
+  test('seek runs to the end of a tick, backwards too; agents and their engine state are there', async () => {
+    const replay = await ReplaySession.open(lockstepFile);
+    expect(replay.header).toMatchObject({ mode: 'lockstep', fields: FIELDS, part: 1 });
+    expect(replay.firstTick).toBe(1);
+    expect(replay.lastTick).toBe(60);
+    await replay.seek(40);
+    expect(replay.tick).toBe(40);
+    expect(decode(replay.frame()!)).toEqual((({ re: _re, ...f }) => f)(liveFrames[39]!));
+    expect(replay.agents().map((a) => a.id)).not.toContain(4);
+    expect(replay.agents()).toContainEqual({ id: 'f1', tree: 'follower', label: 'Blue/f1' });
+    const g3 = replay.agent(3)!;
+    expect(g3.bb.waypointCount).toBe(5);
+    await replay.seek(5);
+    expect(replay.tick).toBe(5);
+    expect(replay.agent(9)).toBeNull();
+    expect(decode(replay.frame()!)).toEqual((({ re: _re, ...f }) => f)(liveFrames[4]!));
+  });
+
+  test('a truncated file replays up to its last complete record', async () => {
+    // The server writes 4 KiB blocks: the cut falls in the middle of the session.
+    const small = join(dir, 'cut.p001.canopyrec');
+    await copyFile(lockstepFile, small);
+    const size = (await stat(small)).size;
+    await truncate(small, Math.floor(size * 0.6));
+    const report = await verifyRecording(small);
+    expect(report.identical).toBe(true);
+    expect(report.truncated).toMatch(/cut off/);
+    expect(report.ticks).toBeLessThan(60);
+  });
+
+  test('what-if: one threshold changed names exactly the agents, ticks and node that change', async () => {
+    const changedDir = join(dir, 'changed');
+    await mkdir(changedDir);
+    for (const f of await readdir(TREES)) await copyFile(join(TREES, f), join(changedDir, f));
+    const guard = JSON.parse(await readFile(join(TREES, 'guard.json'), 'utf8')) as { blackboard: Record<string, number> };
+    guard.blackboard.fleeBelowHp = 50;
+    await writeFile(join(changedDir, 'guard.json'), JSON.stringify(guard));
+    const loaded = await TreeLibrary.loadFolder(changedDir);
+    if (!loaded.ok) throw new Error('changed trees do not load');
+    const report = await whatIf(lockstepFile, loaded.library);
+
+    // Guard i's hp falls below 50 (but not 30) first at tick floor(100 / i) + 1; guard 1 never; guard 10
+    // has its own threshold; followers are on an untouched tree.
+    const expected = [2, 3, 4, 5, 6, 7, 8, 9].map((i) => ({ id: i, firstTick: Math.floor(100 / i) + 1 })).filter((e) => e.firstTick <= 60);
+    for (const e of expected) expect(hp(e.id, e.firstTick)).toBeLessThan(50);
+    expect(report.changes.map((c) => ({ id: c.id, firstTick: c.firstTick })).toSorted((a, b) => Number(a.id) - Number(b.id))).toEqual(expected);
+    expect(report.treesChanged).toEqual(['guard']);
+    for (const c of report.changes) {
+      expect(c.tree).toBe('guard');
+      expect(c.treeChanged).toBe(true);
+      expect(c.divergence).toMatchObject({ path: 'root.children[0]', names: 'guard > flee', changed: 'running' });
+      expect(c.changedDecisions.actions.map((a) => a[1])).toContain('flee');
+      expect(c.recordedDecisions.actions.map((a) => a[1])).not.toContain('flee');
+    }
+    expect(report.summary.agentsAffected).toBe(expected.length);
+    expect(report.summary.agentsAffectedOnUnchangedTrees).toBe(0);
+    expect(report.summary.actions.flee!.added).toBeGreaterThanOrEqual(expected.length);
+    expect(report.ticks).toBe(60);
+
+    // The recorded trees against themselves: nothing changes.
+    const same = await TreeLibrary.loadFolder(TREES);
+    if (!same.ok) throw new Error('trees do not load');
+    const none = await whatIf(lockstepFile, same.library);
+    expect(none.changes).toEqual([]);
+    expect(none.summary).toMatchObject({ agentsAffected: 0, droppedResults: 0, ticksDiffering: 0 });
+  });
+});
+
+describe('fixed mode', () => {
+  test('inputs arriving between ticks replay to identical frames', async () => {
+    const { client, welcome } = await RawClient.hello(running.wsUrl, { mode: 'fixed', hz: 50, fields: FIELDS, record: true });
+    await client.request({ t: 'spawn', agents: [1, 2, 3, 5, 6, 7, 8].map((id) => ({ id, tree: 'guard' })) }, 'spawned');
+    let t = 0;
+    let withContent = 0;
+    // Each decisions frame is answered at once: the snapshot lands between two service ticks.
+    while (withContent < 25) {
+      const d = await client.next('decisions');
+      const actions = (d.actions as Array<[number, number, string]> | undefined) ?? [];
+      if (actions.length > 0) withContent++;
+      t++;
+      client.send({
+        t: 'snapshot',
+        tick: t,
+        agents: [1, 2, 3, 5, 6, 7, 8].map((id) => [id, hp(id, t * 2), (id + t) % 20 < 8, (id + t) % 7, [id, 0], [0, 0]]),
+        results: actions.filter((a) => a[2] !== 'aim').map((a) => [a[0], a[1], 'success']),
+      });
+    }
+    const file = await stopRecording(welcome.session as string);
+    await client.close();
+    const report = await verifyRecording(file);
+    expect(report.identical).toBe(true);
+    expect(report.frames).toBeGreaterThanOrEqual(25);
+  });
+});
+
+describe('service', () => {
+  test('routes: start and stop on a live session, list, download; no path leaves the folder', async () => {
+    const { client, welcome } = await RawClient.hello(running.wsUrl, { mode: 'lockstep', fields: FIELDS });
+    expect(welcome.recording).toBeUndefined();
+    const session = welcome.session as string;
+    const started = await http(running.base, 'POST', `/v1/sessions/${session}/recording`);
+    expect(started.status).toBe(201);
+    const again = await http(running.base, 'POST', `/v1/sessions/${session}/recording`);
+    expect(again.status).toBe(200);
+    expect((again.body as { recording: string }).recording).toBe((started.body as { recording: string }).recording);
+    await client.request({ t: 'spawn', agents: [{ id: 1, tree: 'guard' }] }, 'spawned');
+    await client.step({ tick: 1, time: 0.1, agents: [[1, 80, false, 3, [0, 0], [0, 0]]] });
+    const listed = await http(running.base, 'GET', '/v1/recordings');
+    const id = (started.body as { recording: string }).recording;
+    expect((listed.body as { recordings: Array<{ recording: string; active: boolean; session: string }> }).recordings).toContainEqual(
+      expect.objectContaining({ recording: id, active: true, session }),
+    );
+    const file = await stopRecording(session);
+    const download = await fetch(`${running.base}/v1/recordings/${id}`);
+    expect(download.status).toBe(200);
+    expect(Buffer.from(await download.arrayBuffer()).equals(await readFile(file))).toBe(true);
+    expect((await fetch(`${running.base}/v1/recordings/${id}.p001`)).status).toBe(200);
+    for (const bad of ['..%2F..%2Fetc%2Fpasswd', '%2Fetc%2Fpasswd', '..', 'nope']) {
+      expect((await fetch(`${running.base}/v1/recordings/${bad}`)).status).toBe(404);
+    }
+    expect((await http(running.base, 'DELETE', `/v1/sessions/${session}/recording`)).status).toBe(404);
+    // A recording never holds the resume token.
+    expect((await readFile(file)).includes(Buffer.from(welcome.resume as string))).toBe(false);
+    await client.close();
+  });
+
+  test('an unwritable folder stops the recording with E_RECORDING and a metric; the session goes on', async () => {
+    const blocker = join(dir, 'not-a-folder');
+    await writeFile(blocker, 'x');
+    const other = await start({ trees: TREES, workers: 0, recordDir: join(blocker, 'recordings') });
+    try {
+      const { client, welcome } = await RawClient.hello(other.wsUrl, { mode: 'lockstep', fields: FIELDS, record: true });
+      expect(typeof welcome.recording).toBe('string');
+      const error = await client.next('error');
+      expect(error).toMatchObject({ code: 'E_RECORDING' });
+      expect(error.message).toMatch(/^recording .* stopped: the recording folder cannot be used \(ENOTDIR\); the session goes on unrecorded$/);
+      await client.request({ t: 'spawn', agents: [{ id: 1, tree: 'guard' }] }, 'spawned');
+      const d = await client.step({ tick: 1, time: 0.1, agents: [[1, 80, false, 3, [0, 0], [0, 0]]] });
+      expect(d.actions).toBeDefined();
+      const metrics = await http(other.base, 'GET', '/metrics');
+      expect(metrics.body).toMatch(/canopy_recording_failures_total 1/);
+      await client.close();
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe('rotation and the folder cap', () => {
+  test('CANOPY_RECORD=all with small parts: the parts chain and replay identical from any part', async () => {
+    const recordDir = join(dir, 'rotated');
+    const other = await start({ trees: TREES, workers: 0, recordDir, record: 'all', recordMaxBytes: 6000, tuning: { recordBlockBytes: 1024 } });
+    try {
+      const { client, welcome } = await RawClient.hello(other.wsUrl, { mode: 'lockstep', fields: FIELDS });
+      expect(typeof welcome.recording).toBe('string');
+      await playLockstep(client, 40);
+      await client.close();
+    } finally {
+      await other.close();
+    }
+    const parts = (await readdir(recordDir)).toSorted();
+    expect(parts.length).toBeGreaterThan(2);
+    const last = join(recordDir, parts.at(-1)!);
+    const report = await verifyRecording(last);
+    expect(report).toMatchObject({ identical: true, ticks: 40, frames: 40, truncated: null });
+    // The first part gone: a later part says it cannot replay alone.
+    await rm(join(recordDir, parts[0]!));
+    await expect(verifyRecording(last)).rejects.toThrow(/part 1 .* is gone: a recording replays from its first part/);
+  });
+
+  test('CANOPY_RECORD_MAX_TOTAL_BYTES deletes the oldest finished parts, never the one being written', async () => {
+    const recordDir = join(dir, 'capped');
+    const other = await start({ trees: TREES, workers: 0, recordDir, record: 'all', recordMaxBytes: 3000, recordMaxTotalBytes: 12_000, tuning: { recordBlockBytes: 512 } });
+    try {
+      const { client } = await RawClient.hello(other.wsUrl, { mode: 'lockstep', fields: FIELDS });
+      await playLockstep(client, 40);
+      const listed = (await http(other.base, 'GET', '/v1/recordings')).body as { recordings: Array<{ part: number; bytes: number; active: boolean }> };
+      const parts = listed.recordings.map((r) => r.part);
+      // Parts were written beyond the cap, the first ones were deleted, the active one is there.
+      expect(Math.max(...parts)).toBeGreaterThan(4);
+      expect(parts).not.toContain(1);
+      expect(listed.recordings.some((r) => r.active)).toBe(true);
+      await client.close();
+    } finally {
+      await other.close();
+    }
+  });
+
+  test('a recording that falls behind the disk stops with an error; the writer takes nothing more', async () => {
+    const errors: Error[] = [];
+    const writer = new RecordingWriter({
+      dir: join(dir, 'behind'),
+      recording: 'behind',
+      maxBytes: 0,
+      maxPendingBytes: 100,
+      header: { canopy: 'test', session: 's', mode: 'lockstep', hz: 0, fields: null, plugins: [], trees: {}, definitions: {} },
+      onError: (err) => errors.push(err),
+    });
+    writer.bytes(Kind.SNAPSHOT_FRAME, Buffer.alloc(1000));
+    writer.flush();
+    expect(errors.map((e) => e.message)).toEqual([expect.stringMatching(/^the recording fell behind the session/)]);
+    expect(writer.active).toBe(false);
+    await writer.close('test');
+  });
+});
