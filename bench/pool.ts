@@ -4,9 +4,11 @@
 //   npm run build && node dist/bench/pool.js [--sessions S] [--agents N] [--ticks T] [--warmup W]
 //                                           [--workers 0,1,2] [--tree guard|large] [--rounds R] [--watch N] [--json]
 //
-// --watch N: every worker count runs twice per round, without and with N agents of the first session watched
-// by the inspector (ring buffer of 30 s at 20 Hz, frames handed to onFrames each tick); the report gives the
-// capacity cost of watching, as the extra process CPU per tick (A/B in the same run).
+// --watch N: the timed ticks alternate, in blocks of WATCH_BLOCK ticks, between N agents of the first session
+// watched by the inspector (ring buffer of 30 s at 20 Hz, frames handed to onFrames each tick) and nobody
+// watched; the report compares the process CPU per tick of the two (A/B interleaved in one pool, so the
+// load of a shared machine falls on both alike): the capacity cost of watching. Watching and unwatching
+// happen between timed ticks.
 //
 // Rounds go round-robin over the worker counts and the best round of each is reported (other work on a
 // shared machine only ever slows a round down).
@@ -50,6 +52,8 @@ const watch = positiveInteger('watch', values.watch, 0);
 if (watch > agents) fail(`--watch must be at most --agents (${agents})`);
 /** Frames kept per watched agent: 30 s at 20 Hz, what the inspector asks for. */
 const WATCH_TICKS = 600;
+/** Ticks per block of the watch A/B. */
+const WATCH_BLOCK = 8;
 const tree = values.tree;
 if (tree !== 'guard' && tree !== 'large') fail(`--tree must be guard or large, not '${tree}'`);
 const durations: Readonly<Record<string, number>> = tree === 'guard' ? { flee: FLEE_TICKS, moveToWaypoint: MOVE_TICKS } : LARGE_TREE_DURATIONS;
@@ -104,10 +108,13 @@ class Game {
 
 interface Result {
   readonly workers: number;
-  /** Agents watched (0: the A of the watch A/B). */
+  /** Agents watched in the watched blocks (0: no watch A/B). */
   readonly watched: number;
   /** Frames handed to onFrames during the timed ticks. */
   readonly frames: number;
+  /** Watch A/B: median process CPU per tick (ms) of the unwatched and the watched blocks. */
+  readonly cpuUnwatched: number;
+  readonly cpuWatched: number;
   readonly agentTicksPerSec: number;
   readonly p50: number;
   readonly p99: number;
@@ -139,7 +146,14 @@ async function run(workers: number, watched: number): Promise<Result> {
     if (out.errors.length > 0) throw new Error(`spawn: ${out.errors[0]!.message}`);
     games.push(game);
   }
-  for (let i = 0; i < watched; i++) if (!(await pool.watch(games[0]!.name, i, WATCH_TICKS))) throw new Error(`watch: agent ${i} unknown`);
+  const setWatch = async (on: boolean): Promise<void> => {
+    for (let i = 0; i < watched; i++) {
+      if (!on) await pool.unwatch(games[0]!.name, i);
+      else if (!(await pool.watch(games[0]!.name, i, WATCH_TICKS))) throw new Error(`watch: agent ${i} unknown`);
+    }
+  };
+  let watching = false;
+  const cpuByState: [number[], number[]] = [[], []];
   const times: number[] = [];
   let timed = 0;
   let eluStart = performance.eventLoopUtilization();
@@ -151,8 +165,13 @@ async function run(workers: number, watched: number): Promise<Result> {
       eluStart = performance.eventLoopUtilization();
       cpuStart = process.cpuUsage();
     }
+    if (watched > 0 && n >= warmup - WATCH_BLOCK) {
+      const on = Math.floor((n - warmup) / WATCH_BLOCK) % 2 === 0;
+      if (on !== watching) await setWatch((watching = on));
+    }
     world.perturb();
     for (const g of games) g.write(world);
+    const tickCpu = process.cpuUsage();
     const started = performance.now();
     const decisions = await Promise.all(
       games.map((g) => {
@@ -162,6 +181,8 @@ async function run(workers: number, watched: number): Promise<Result> {
       }),
     );
     const spent = performance.now() - started;
+    const used = process.cpuUsage(tickCpu);
+    if (n >= warmup) cpuByState[watching ? 1 : 0].push((used.user + used.system) / 1000);
     decisions.forEach((d, s) => games[s]!.record(n, d));
     if (n >= warmup) {
       times.push(spent);
@@ -173,10 +194,13 @@ async function run(workers: number, watched: number): Promise<Result> {
   const workerElu = workers === 0 ? [] : pool.workerStats().map((w) => w.elu);
   await pool.close();
   times.sort((a, b) => a - b);
+  const median = (xs: number[]): number => (xs.length === 0 ? 0 : xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!);
   return {
     workers,
     watched,
     frames,
+    cpuUnwatched: median(cpuByState[0]),
+    cpuWatched: median(cpuByState[1]),
     agentTicksPerSec: (sessions * agents * ticks) / (timed / 1000),
     p50: times[Math.floor(times.length * 0.5)]!,
     p99: times[Math.min(times.length - 1, Math.floor(times.length * 0.99))]!,
@@ -204,30 +228,26 @@ function benchTrees(): string {
 const machine = machineInfo();
 console.log(`Canopy agent pool benchmark: ${sessions} session(s) × ${agents} agents, tree '${tree}', ${warmup} warm-up + ${ticks} timed ticks, best of ${rounds} round(s)`);
 console.log(formatMachine(machine));
-const variants = workerCounts.flatMap((w) => (watch > 0 ? [[w, 0] as const, [w, watch] as const] : [[w, 0] as const]));
-const best = new Map<string, Result>();
-/** Lowest CPU per tick of each variant: the watch A/B compares these (the least disturbed rounds). */
-const leastCpu = new Map<string, number>();
+const best = new Map<number, Result>();
+/** Every round's watch A/B (unwatched, watched CPU ms per tick), per worker count. */
+const pairs = new Map<number, Array<[number, number]>>(workerCounts.map((w) => [w, []]));
 for (let round = 1; round <= rounds; round++) {
-  for (const [w, watched] of variants) {
-    const key = `${w}/${watched}`;
-    const r = await run(w, watched);
-    const prev = best.get(key);
-    if (prev === undefined || r.agentTicksPerSec > prev.agentTicksPerSec) best.set(key, r);
-    leastCpu.set(key, Math.min(leastCpu.get(key) ?? Infinity, r.cpuPerTick));
-    console.error(
-      `  round ${round}/${rounds} workers ${w}${watched > 0 ? `, ${watched} watched` : ''}: ${(r.agentTicksPerSec / 1e6).toFixed(3)} M agent-ticks/s, p50 ${r.p50.toFixed(2)} ms, CPU ${r.cpuPerTick.toFixed(2)} ms/tick`,
-    );
+  for (const w of workerCounts) {
+    const r = await run(w, watch);
+    const prev = best.get(w);
+    if (prev === undefined || r.agentTicksPerSec > prev.agentTicksPerSec) best.set(w, r);
+    if (watch > 0) pairs.get(w)!.push([r.cpuUnwatched, r.cpuWatched]);
+    const ab = watch > 0 ? `, CPU/tick median ${r.cpuUnwatched.toFixed(2)} unwatched / ${r.cpuWatched.toFixed(2)} ms with ${watch} watched` : '';
+    console.error(`  round ${round}/${rounds} workers ${w}: ${(r.agentTicksPerSec / 1e6).toFixed(3)} M agent-ticks/s, p50 ${r.p50.toFixed(2)} ms${ab}`);
   }
 }
-const results = variants.map(([w, watched]) => best.get(`${w}/${watched}`)!);
+const results = workerCounts.map((w) => best.get(w)!);
 console.log();
 console.log(
   formatTable([
-    ['workers', 'watched', 'M agent-ticks/s', 'ms/tick p50', 'ms/tick p99', 'CPU ms/tick', 'main ELU', 'worker ELU', 'actions', 'cancels', 'done'],
+    ['workers', 'M agent-ticks/s', 'ms/tick p50', 'ms/tick p99', 'CPU ms/tick', 'main ELU', 'worker ELU', 'actions', 'cancels', 'done'],
     ...results.map((r) => [
       r.workers === 0 ? '0 (inline)' : String(r.workers),
-      String(r.watched),
       (r.agentTicksPerSec / 1e6).toFixed(3),
       r.p50.toFixed(2),
       r.p99.toFixed(2),
@@ -248,14 +268,13 @@ if (!same) process.exitCode = 1;
 if (watch > 0) {
   console.log();
   for (const w of workerCounts) {
-    const a = best.get(`${w}/0`)!;
-    const b = best.get(`${w}/${watch}`)!;
-    const cpuA = leastCpu.get(`${w}/0`)!;
-    const cpuB = leastCpu.get(`${w}/${watch}`)!;
+    const list = pairs.get(w)!;
+    const ratios = list.map(([a, b]) => b / a).toSorted((x, y) => x - y);
+    const r = best.get(w)!;
     console.log(
-      `watch A/B, ${w} worker${w === 1 ? '' : 's'}: ${watch} watched of ${sessions * agents} — CPU/tick ${cpuA.toFixed(2)} → ${cpuB.toFixed(2)} ms ` +
-        `(capacity cost ${(100 * (cpuB / cpuA - 1)).toFixed(1)} %, lowest of ${rounds} rounds); agent-ticks/s ratio ${(b.agentTicksPerSec / a.agentTicksPerSec).toFixed(3)} (best rounds); ` +
-        `${b.frames} frames delivered (${b.frames / ticks} per tick)`,
+      `watch A/B, ${w} worker${w === 1 ? '' : 's'}: ${watch} of ${sessions * agents} agents watched in alternate blocks of ${WATCH_BLOCK} ticks — ` +
+        `median CPU/tick per round ${list.map(([a, b]) => `${a.toFixed(2)}→${b.toFixed(2)}`).join(', ')} ms; ` +
+        `capacity cost ${(100 * (ratios[Math.floor(ratios.length / 2)]! - 1)).toFixed(1)} % (median round); ${r.frames} frames delivered`,
     );
   }
 }
