@@ -8,6 +8,7 @@ import type { AgentFrame, AgentId } from '../bt/index.js';
 import type { TreeLibrary } from '../bt/library.js';
 import type { ServiceContext } from '../service/context.js';
 import { InspectorHub, type PageSink, type SessionSample } from './hub.js';
+import { RecordingView } from './recording.js';
 import { treeView, treesView } from './views.js';
 
 /** Minimum time between two pushes to one page, ms (≤ 10 a second). */
@@ -26,6 +27,7 @@ export const inspectorStream: FastifyPluginAsync<{ ctx: ServiceContext; library:
     socket.on('close', () => {
       page.closed = true;
       void hub.close(page);
+      void page.closeRecording();
     });
   });
 };
@@ -35,7 +37,13 @@ type Incoming =
   | { t: 'agents' }
   | { t: 'watch'; agent: AgentId | null }
   | { t: 'frames' }
-  | { t: 'why'; tick: number };
+  | { t: 'why'; tick: number }
+  | { t: 'recordings' }
+  | { t: 'rec.open'; id: string }
+  | { t: 'rec.watch'; agent: AgentId }
+  | { t: 'rec.why'; tick: number }
+  | { t: 'rec.whatif' }
+  | { t: 'rec.close' };
 
 /** One open page. */
 class Page implements PageSink {
@@ -46,6 +54,9 @@ class Page implements PageSink {
   private pendingSamples: { list: readonly SessionSample[]; t: number } | null = null;
   private lastPush = 0;
   private timer: NodeJS.Timeout | null = null;
+  private recording: RecordingView | null = null;
+  /** Bumped by every recording request: a slow answer to an older one is dropped. */
+  private recordingRequest = 0;
 
   constructor(
     private readonly socket: WebSocket,
@@ -124,9 +135,57 @@ class Page implements PageSink {
         const report = await this.ctx.pool.why(w.session, w.agent, msg.tick);
         return this.send({ t: 'why', session: w.session, agent: w.agent, tick: msg.tick, report });
       }
+      case 'recordings':
+        return this.send({ t: 'recordings', list: await this.ctx.recordings.list() });
+      case 'rec.open': {
+        const n = ++this.recordingRequest;
+        await this.closeRecording();
+        const path = typeof msg.id === 'string' ? this.ctx.recordings.file(msg.id) : null;
+        if (path === null) return this.send({ t: 'error', message: `no recording ${JSON.stringify(msg.id)}` });
+        const view = await RecordingView.open(msg.id, path);
+        if (n !== this.recordingRequest || this.closed) return void view.close();
+        this.recording = view;
+        const trees: string[] = [];
+        const rows = view.agents.map((a) => {
+          let i = trees.indexOf(a.tree);
+          if (i < 0) i = trees.push(a.tree) - 1;
+          return [a.id, i, a.label];
+        });
+        return this.send({ t: 'rec.opened', id: view.id, header: view.header, firstTick: view.firstTick, lastTick: view.lastTick, problem: view.problem, trees, rows });
+      }
+      case 'rec.watch': {
+        const view = this.recording;
+        if (view === null || (typeof msg.agent !== 'string' && typeof msg.agent !== 'number')) return;
+        const n = ++this.recordingRequest;
+        const out = await view.watch(msg.agent);
+        if (n !== this.recordingRequest) return;
+        if (out === null) return this.send({ t: 'error', message: `agent ${JSON.stringify(msg.agent)} never ran a tick in this recording` });
+        this.send({ t: 'watching', recording: view.id, agent: msg.agent, label: out.label, tree: out.tree });
+        return this.send({ t: 'ring', recording: view.id, agent: msg.agent, frames: out.frames });
+      }
+      case 'rec.why': {
+        const view = this.recording;
+        if (view === null || typeof msg.tick !== 'number') return;
+        return this.send({ t: 'why', recording: view.id, tick: msg.tick, report: view.why(msg.tick) });
+      }
+      case 'rec.whatif': {
+        const view = this.recording;
+        if (view === null) return;
+        return this.send({ t: 'whatif', recording: view.id, report: await view.whatIf(this.library) });
+      }
+      case 'rec.close':
+        ++this.recordingRequest;
+        return this.closeRecording();
       default:
         return this.send({ t: 'error', message: `unknown message ${JSON.stringify((msg as { t?: unknown }).t)}` });
     }
+  }
+
+  /** Frees the open recording's replay. */
+  async closeRecording(): Promise<void> {
+    const view = this.recording;
+    this.recording = null;
+    if (view !== null) await view.close();
   }
 
   private live(id: string) {

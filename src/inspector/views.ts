@@ -1,6 +1,7 @@
 // Trees as the inspector draws them: each loaded tree's nodes (type, name, guard, parameters,
 // services, children), its version (the compiled definitions' fingerprint) and validation errors.
 
+import type { CompiledTree } from '../bt/index.js';
 import type { TreeLibrary } from '../bt/library.js';
 
 /** One tree for the page. */
@@ -28,11 +29,15 @@ export interface TreeView {
 export function treeView(library: TreeLibrary, name: string): TreeView | null {
   const tree = library.get(name);
   if (tree === undefined) return null;
-  const def = library.definition(name);
+  return compiledView(tree, library.definition(name)?.description ?? null);
+}
+
+/** A compiled tree (loaded, or a recording's own). */
+export function compiledView(tree: CompiledTree, description: string | null): TreeView {
   return {
-    name,
+    name: tree.name,
     version: tree.hash,
-    description: def?.description ?? null,
+    description,
     nodes: tree.nodes.map((n) => ({
       type: n.type,
       name: n.name,

@@ -37,7 +37,7 @@ export function node(page: Page, title: string): Locator {
 }
 
 // Runs in the page (the test's tsconfig has no DOM library).
-declare function getComputedStyle(el: unknown): { fill: string };
+declare function getComputedStyle(el: unknown): { fill: string; stroke: string };
 
 /** The fill colour of a drawn node's box as the browser paints it, `rgb(r, g, b)`. */
 export async function fillOf(page: Page, title: string): Promise<string> {
@@ -52,3 +52,8 @@ export const COLOURS = {
   failure: 'rgb(220, 38, 38)',
   idle: 'rgb(75, 85, 99)',
 } as const;
+
+/** The stroke (outline) colour of an element as the browser paints it. */
+export async function strokeOf(locator: Locator): Promise<string> {
+  return locator.evaluate((el) => getComputedStyle(el).stroke);
+}

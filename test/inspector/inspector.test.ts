@@ -9,7 +9,7 @@ import { WebSocket } from 'ws';
 import { CanopyClient } from '../../src/client/index.js';
 import { webRoot } from '../../src/inspector/static.js';
 import { start, writeFixture, type Running } from '../service/harness.js';
-import { COLOURS, fillOf, hasChromium, node, openBrowser } from './browser.js';
+import { COLOURS, fillOf, hasChromium, node, openBrowser, strokeOf } from './browser.js';
 
 const KEY = 'inspector-secret';
 const SHOTS = process.env.CANOPY_SCREENSHOTS === '1' ? join(import.meta.dirname, '..', '..', 'docs', 'img') : null;
@@ -46,6 +46,27 @@ const GUARD = {
 /** Every tick, an instant action: a fixed-rate session that keeps the charts moving. */
 const TALKER = { root: { type: 'action', name: 'say', action: 'say', instant: true } };
 
+/** The same guard as recorded earlier, fleeing below 50 hp: the current trees (30) would not have fled. */
+const OLD_GUARD = JSON.parse(JSON.stringify(GUARD).replace('self.hp < 30', 'self.hp < 50')) as typeof GUARD;
+
+/**
+ * Records a lockstep session on the old trees into `recordDir` with a service of its own: Foo loses
+ * 6 hp a tick (100 → 40 over ten ticks) and flees from tick 9 (46 < 50).
+ */
+async function recordOldGame(recordDir: string): Promise<void> {
+  const old = await writeFixture({ guard: OLD_GUARD });
+  const recorder = await start({ trees: old.trees, workers: 0, record: 'all', recordDir });
+  try {
+    const game = await CanopyClient.connect(recorder.wsUrl, { mode: 'lockstep', fields: ['hp', 'enemy'], reconnect: false });
+    await game.spawn([{ id: 'foo', tree: 'guard', label: 'Blue Team/Warriors/Foo' }, { id: 'bar', tree: 'guard', label: 'Red Team/Bar' }]);
+    for (let t = 1; t <= 10; t++) await game.lockstep({ tick: t, time: t * 0.1, agents: [['foo', 100 - 6 * t, false], ['bar', 100, false]] });
+    await game.bye();
+  } finally {
+    await recorder.close();
+    await old.remove();
+  }
+}
+
 const SQUADS = ['Blue Team/Warriors', 'Blue Team/Archers', 'Red Team/Grunts', 'Red Team/Scouts'];
 /** Waits for the page: the service is shared with other work, never assume speed. */
 const UNTIL = { timeout: 15_000 };
@@ -67,7 +88,9 @@ describe.skipIf(!hasChromium)('the inspector in a browser', () => {
   beforeAll(async () => {
     if (!existsSync(join(webRoot(), 'index.html'))) throw new Error('the inspector page is not built: run `npm run build` first');
     fixture = await writeFixture({ guard: GUARD, talker: TALKER });
-    svc = await start({ trees: fixture.trees, workers: 1, apiKeys: [KEY] });
+    const recordDir = join(fixture.dir, 'recordings');
+    await recordOldGame(recordDir);
+    svc = await start({ trees: fixture.trees, workers: 1, apiKeys: [KEY], recordDir });
     client = await CanopyClient.connect(svc.wsUrl, { apiKey: KEY, mode: 'lockstep', fields: ['hp', 'enemy'], reconnect: false });
     const agents: Array<{ id: string | number; tree: string; label?: string }> = [{ id: 'foo', tree: 'guard', label: 'Blue Team/Warriors/Foo' }];
     for (let i = 0; i < 40; i++) agents.push({ id: `s${i}`, tree: 'guard', label: `${SQUADS[i % 4]}/Unit ${i}` });
@@ -199,6 +222,46 @@ describe.skipIf(!hasChromium)('the inspector in a browser', () => {
         await new Promise((resolve) => setTimeout(resolve, 6000));
         await page.screenshot({ path: join(SHOTS, 'inspector-hierarchy.png') });
       }
+    } finally {
+      await browser.close();
+    }
+  });
+
+  it('opens a recording, scrubs an agent through it, explains a tick and marks a what-if divergence', async () => {
+    const browser = await openBrowser();
+    const { page } = browser;
+    try {
+      await page.goto(`${svc.base}/inspector?key=${KEY}`);
+      await page.locator('nav button', { hasText: 'Recordings' }).click();
+      const listed = page.locator('button.recording');
+      await expect.poll(() => listed.count(), UNTIL).toBe(1);
+      await listed.click();
+      await expect.poll(() => page.locator('.rec-head .dim').first().textContent(), UNTIL).toMatch(/^ticks 1–10/);
+      await expect.poll(() => page.locator('.count').textContent(), UNTIL).toBe('2 of 2 agents');
+      await page.locator('.row.agent', { hasText: 'Foo' }).click();
+
+      // Any tick: step to tick 9, where the recorded trees made Foo flee (46 < 50).
+      await expect.poll(() => page.locator('.shown-tick').textContent(), UNTIL).toBe('2');
+      for (let k = 0; k < 7; k++) await page.getByTitle('Next tick').click();
+      await expect.poll(() => page.locator('.shown-tick').textContent(), UNTIL).toBe('9');
+      expect(await fillOf(page, 'flee')).toBe(COLOURS.deepest);
+      const why = page.locator('.check', { hasText: 'flee' });
+      await expect.poll(() => why.locator('.chain').textContent(), UNTIL).toBe('self.hp < 50 → 46 < 50 → true');
+      // One tick earlier it was still patrolling.
+      await page.getByTitle('Previous tick').click();
+      await expect.poll(() => page.locator('.shown-tick').textContent(), UNTIL).toBe('8');
+      expect(await fillOf(page, 'walk')).toBe(COLOURS.deepest);
+
+      // What-if against the current trees (flee below 30): Foo would not have fled; the divergence is outlined.
+      await page.getByText('Run what-if against the current trees').click();
+      await expect.poll(() => page.locator('.whatif-summary').textContent(), UNTIL).toBe('1 of 2 agents decide differently');
+      await page.locator('button.change', { hasText: 'Foo' }).click();
+      await expect.poll(() => page.locator('.shown-tick').textContent(), UNTIL).toBe('9');
+      expect(await page.locator('.diverged').textContent()).toContain('decisions change from tick 9');
+      const marked = page.locator('svg.graph g.node.marked');
+      expect(await marked.count()).toBe(1);
+      expect(await strokeOf(marked.locator('rect.box'))).toBe('rgb(232, 121, 249)');
+      if (SHOTS !== null) await page.screenshot({ path: join(SHOTS, 'inspector-recording.png') });
     } finally {
       await browser.close();
     }

@@ -8,7 +8,7 @@ import { useMemo, useState } from 'preact/hooks';
 import type { NodeFrame, TreeNode, TreeView } from './types';
 
 const W = 168;
-const H = 62;
+const H = 74;
 const GAP_X = 18;
 const GAP_Y = 34;
 
@@ -114,10 +114,11 @@ export function TreeGraph({ tree, frame, marks, onPick, picked }: {
             <text class="title" x={10} y={18}>{title}</text>
             {kind !== '' && <text class="kind" x={W - 8} y={18} text-anchor="end">{kind}</text>}
             {lines.map((line, k) => (
-              <text class="detail" x={10} y={34 + k * 12} key={k}>{line}</text>
+              <text class="detail" x={10} y={33 + k * 12} key={k}>{line}</text>
             ))}
-            {f?.aborted === true && <text class="flag" x={W - 8} y={H - 6} text-anchor="end">⚡ abort</text>}
-            {f?.halted === true && f.aborted !== true && <text class="flag" x={W - 8} y={H - 6} text-anchor="end">halted</text>}
+            {marks?.has(index) === true && <text class="diverge" x={10} y={H - 5}>◆ diverged</text>}
+            {f?.aborted === true && <text class="flag" x={W - 8} y={H - 5} text-anchor="end">⚡ abort</text>}
+            {f?.halted === true && f.aborted !== true && <text class="flag" x={W - 8} y={H - 5} text-anchor="end">halted</text>}
             {f?.guard !== undefined && <circle class={`guard ${f.guard ? 'yes' : 'no'}`} cx={W - 4} cy={4} r={5}><title>{`guard ${f.guard}`}</title></circle>}
             {node.children.length > 0 && (
               <text

@@ -2,7 +2,7 @@
 // Components read `store.state` and re-render on `useStore()`; only this file talks to the server.
 
 import { useEffect, useState } from 'preact/hooks';
-import type { AgentFrame, AgentId, SessionSample, TreeView, WhyReport } from './types';
+import type { AgentFrame, AgentId, RecordingInfo, RecordingListing, SessionSample, TreeView, WhatIfReport, WhyReport } from './types';
 
 /** Frames the page keeps of the watched agent (the server's ring holds at least 30 s). */
 const KEEP_FRAMES = 3000;
@@ -18,7 +18,7 @@ export interface Agents {
 export interface State {
   connected: boolean;
   error: string | null;
-  view: 'live' | 'trees';
+  view: 'live' | 'trees' | 'recordings';
   trees: TreeView[];
   sessions: SessionSample[];
   charts: Map<string, SessionSample[]>;
@@ -30,6 +30,13 @@ export interface State {
   cursor: number | null;
   why: { tick: number; report: WhyReport | null } | null;
   selectedTree: string | null;
+  recordings: RecordingListing[] | null;
+  /** The recording open in the recordings view (its agents in `agents`). */
+  recording: RecordingInfo | null;
+  opening: string | null;
+  whatif: { running: boolean; report: WhatIfReport | null } | null;
+  /** Tick to show once the next ring arrives (a what-if divergence picked). */
+  pendingSeek: number | null;
 }
 
 type Listener = () => void;
@@ -49,6 +56,11 @@ class Store {
     cursor: null,
     why: null,
     selectedTree: null,
+    recordings: null,
+    recording: null,
+    opening: null,
+    whatif: null,
+    pendingSeek: null,
   };
   private listeners = new Set<Listener>();
   private socket: WebSocket | null = null;
@@ -90,16 +102,47 @@ class Store {
     if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(msg));
   }
 
+  /** Switches views; the live and recordings views each watch their own agent. */
+  setView(view: State['view']): void {
+    const was = this.state.view;
+    if (view === was) return;
+    const entering = view === 'recordings';
+    if (!entering && was !== 'recordings') return this.set({ view });
+    // Leaving one of them ends its watch (and frees the open recording's replay).
+    this.send(entering ? { t: 'watch', agent: null } : { t: 'rec.close' });
+    this.set({ view, agents: null, watching: null, frames: [], cursor: null, why: null, recording: null, whatif: null, opening: null });
+    if (entering) this.send({ t: 'recordings' });
+    else if (this.state.session !== null) this.selectSession(this.state.session);
+  }
+
+  openRecording(id: string): void {
+    this.set({ opening: id, recording: null, agents: null, watching: null, frames: [], cursor: null, why: null, whatif: null });
+    this.send({ t: 'rec.open', id });
+  }
+
+  runWhatIf(): void {
+    this.set({ whatif: { running: true, report: null } });
+    this.send({ t: 'rec.whatif' });
+  }
+
+  /** Watches `agent` and shows `tick` once its frames arrive. */
+  watchAt(agent: AgentId, label: string, tick: number): void {
+    if (this.state.watching?.agent === agent && this.state.frames.length > 0) return this.seek(tick);
+    this.watch(agent, label);
+    this.set({ pendingSeek: tick });
+  }
+
   selectSession(session: string | null): void {
     this.set({ session, agents: null, watching: null, frames: [], cursor: null, why: null });
     this.send({ t: 'session', session });
   }
 
   watch(agent: AgentId, label: string): void {
-    const session = this.state.session;
+    const recording = this.state.view === 'recordings' ? this.state.recording : null;
+    const session = recording?.id ?? this.state.session;
     if (session === null) return;
-    this.set({ watching: { session, agent, label, tree: null }, frames: [], cursor: null, why: null });
-    this.send({ t: 'watch', agent });
+    this.set({ watching: { session, agent, label, tree: null }, frames: [], cursor: null, why: null, pendingSeek: null });
+    this.send({ t: recording !== null ? 'rec.watch' : 'watch', agent });
   }
 
   /** Shows an earlier tick (null: follow the newest). */
@@ -110,7 +153,7 @@ class Store {
   askWhy(tick: number): void {
     if (this.state.why?.tick === tick) return;
     this.set({ why: { tick, report: null } });
-    this.send({ t: 'why', tick });
+    this.send({ t: this.state.view === 'recordings' ? 'rec.why' : 'why', tick });
   }
 
   /** The frame on screen. */
@@ -132,6 +175,7 @@ class Store {
       }
       case 'agents':
         if (msg.session !== this.state.session) return;
+        if (this.state.view === 'recordings') return;
         return this.set({ agents: { session: msg.session as string, trees: msg.trees as string[], rows: msg.rows as Agents['rows'] } });
       case 'watching': {
         const w = this.state.watching;
@@ -140,8 +184,26 @@ class Store {
       }
       case 'ring': {
         if (this.state.watching?.agent !== msg.agent) return;
-        return this.set({ frames: (msg.frames as AgentFrame[]).slice(-KEEP_FRAMES) });
+        const frames = msg.frames as AgentFrame[];
+        // A recording keeps every frame (the server caps it); live, the newest KEEP_FRAMES.
+        const seek = this.state.pendingSeek;
+        const cursor = seek !== null && frames.some((f) => f.tick === seek) ? seek : this.state.view === 'recordings' ? (frames[0]?.tick ?? null) : null;
+        return this.set({ frames: msg.recording !== undefined ? frames : frames.slice(-KEEP_FRAMES), cursor, pendingSeek: null });
       }
+      case 'recordings':
+        return this.set({ recordings: msg.list as RecordingListing[] });
+      case 'rec.opened': {
+        if (this.state.opening !== msg.id) return;
+        const info = msg as unknown as RecordingInfo & { trees: string[]; rows: Agents['rows'] };
+        return this.set({
+          opening: null,
+          recording: { id: info.id, header: info.header, firstTick: info.firstTick, lastTick: info.lastTick, problem: info.problem },
+          agents: { session: info.id, trees: info.trees, rows: info.rows },
+        });
+      }
+      case 'whatif':
+        if (this.state.recording?.id !== msg.recording) return;
+        return this.set({ whatif: { running: false, report: msg.report as WhatIfReport } });
       case 'why': {
         if (this.state.why?.tick !== msg.tick) return;
         return this.set({ why: { tick: msg.tick as number, report: msg.report as WhyReport | null } });
@@ -149,7 +211,7 @@ class Store {
       case 'push':
         return this.push(msg);
       case 'error':
-        return this.set({ error: String(msg.message) });
+        return this.set({ error: String(msg.message), opening: null });
     }
   }
 
@@ -165,15 +227,15 @@ class Store {
       }
       patch.charts = charts;
       // Agents came or went: fetch the list again (at most every 2 s; it can be 100,000 rows).
-      const mine = sessions.find((s) => s.session === this.state.session);
+      const mine = this.state.view === 'recordings' ? undefined : sessions.find((s) => s.session === this.state.session);
       if (mine !== undefined && this.state.agents !== null && mine.agents !== this.state.agents.rows.length && Date.now() - this.agentsAsked > 2000) {
         this.agentsAsked = Date.now();
         this.send({ t: 'agents' });
       }
-      if (this.state.session !== null && mine === undefined) Object.assign(patch, { session: null, agents: null, watching: null, frames: [], cursor: null });
+      if (this.state.view !== 'recordings' && this.state.session !== null && mine === undefined) Object.assign(patch, { session: null, agents: null, watching: null, frames: [], cursor: null });
     }
-    const f = msg.frames as { agent: AgentId; frames: AgentFrame[] } | undefined;
-    if (f !== undefined && this.state.watching?.agent === f.agent) {
+    const f = msg.frames as { session: string; agent: AgentId; frames: AgentFrame[] } | undefined;
+    if (f !== undefined && this.state.view !== 'recordings' && this.state.watching?.agent === f.agent && this.state.watching.session === f.session) {
       const frames = [...this.state.frames, ...f.frames];
       patch.frames = frames.length > KEEP_FRAMES ? frames.slice(-KEEP_FRAMES) : frames;
     }

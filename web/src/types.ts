@@ -87,3 +87,40 @@ export interface WhyReport {
   tick: number;
   checks: WhyCheck[];
 }
+
+/** One part file of a recording (GET /v1/recordings). */
+export interface RecordingListing {
+  id: string;
+  recording: string;
+  part: number;
+  bytes: number;
+  modified: string;
+  active: boolean;
+  session: string | null;
+}
+
+export interface RecordingInfo {
+  id: string;
+  header: { mode: string; hz: number; session: string; startedAt: string };
+  firstTick: number | null;
+  lastTick: number | null;
+  problem: string | null;
+}
+
+/** The what-if report (src/record/whatif.ts), as far as the page shows it. */
+export interface WhatIfReport {
+  ticks: number;
+  agents: number;
+  treesChanged: string[];
+  changes: Array<{
+    id: AgentId;
+    label: string;
+    tree: string;
+    treeChanged: boolean;
+    firstTick: number;
+    divergence: { path: string; names: string; recorded: string; changed: string } | null;
+    ticksDiffering: number;
+  }>;
+  summary: { agentsAffected: number; agentsAffectedOnUnchangedTrees: number; ticksDiffering: number };
+  truncated: string | null;
+}
