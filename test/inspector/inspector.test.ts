@@ -195,6 +195,8 @@ describe.skipIf(!hasChromium)('the inspector in a browser', () => {
       // The why of that tick: flee's guard was false because hp was 80.
       const why = page.locator('.check', { hasText: 'flee' });
       await expect.poll(() => why.locator('.chain').textContent(), UNTIL).toBe('self.hp < 30 → 80 < 30 → false');
+      await why.locator('summary').click();
+      expect(await why.locator('.terms').first().textContent()).toContain('self.hp = 80');
       if (SHOTS !== null) {
         await page.locator('.panels').scrollIntoViewIfNeeded();
         await page.screenshot({ path: join(SHOTS, 'inspector-why.png') });
