@@ -90,7 +90,7 @@ describe.skipIf(!hasChromium)('the inspector in a browser', () => {
     fixture = await writeFixture({ guard: GUARD, talker: TALKER });
     const recordDir = join(fixture.dir, 'recordings');
     await recordOldGame(recordDir);
-    svc = await start({ trees: fixture.trees, workers: 1, apiKeys: [KEY], recordDir });
+    svc = await start({ trees: fixture.trees, workers: 1, apiKeys: [KEY], recordDir, maxAgents: 200_000 });
     client = await CanopyClient.connect(svc.wsUrl, { apiKey: KEY, mode: 'lockstep', fields: ['hp', 'enemy'], reconnect: false });
     const agents: Array<{ id: string | number; tree: string; label?: string }> = [{ id: 'foo', tree: 'guard', label: 'Blue Team/Warriors/Foo' }];
     for (let i = 0; i < 40; i++) agents.push({ id: `s${i}`, tree: 'guard', label: `${SQUADS[i % 4]}/Unit ${i}` });
@@ -266,6 +266,45 @@ describe.skipIf(!hasChromium)('the inspector in a browser', () => {
       if (SHOTS !== null) await page.screenshot({ path: join(SHOTS, 'inspector-recording.png') });
     } finally {
       await browser.close();
+    }
+  });
+
+  it('stays usable with 100,000 agents in a session: counts, search, only the visible rows in the page', async () => {
+    const crowd = await CanopyClient.connect(svc.wsUrl, { apiKey: KEY, mode: 'lockstep', reconnect: false });
+    const browser = await openBrowser();
+    const { page } = browser;
+    try {
+      const N = 100_000;
+      for (let from = 0; from < N; from += 5000) {
+        const batch = Array.from({ length: 5000 }, (_, k) => {
+          const i = from + k;
+          return { id: i, tree: 'guard', label: `Team ${i % 4}/Squad ${i % 50}/Unit ${i}` };
+        });
+        const out = await crowd.spawn(batch);
+        expect(out.errors).toEqual([]);
+      }
+      await page.goto(`${svc.base}/inspector?key=${KEY}`);
+      const card = page.locator('button.session', { hasText: '100,000' });
+      await card.waitFor(UNTIL);
+      const clicked = performance.now();
+      await card.click();
+      await expect.poll(() => page.locator('.count').textContent(), UNTIL).toBe('100,000 of 100,000 agents');
+      console.log(`inspector: 100,000 agents listed and grouped ${(performance.now() - clicked).toFixed(0)} ms after the click (shared machine)`);
+      // Four teams of 25,000 (collapsed: larger than 200), each with 50 squads.
+      expect(await page.locator('.row.group').allTextContents()).toEqual(['▸Team 025,000', '▸Team 125,000', '▸Team 225,000', '▸Team 325,000']);
+      await page.locator('.row.group', { hasText: 'Team 3' }).click();
+      expect(await page.locator('.row.group', { hasText: 'Squad 47' }).textContent()).toBe('▸Squad 471,000');
+
+      // A search opens every group: 11,111 matches; the page holds only the rows on screen.
+      await page.locator('.filters input').fill('Unit 9');
+      await expect.poll(() => page.locator('.count').textContent(), UNTIL).toBe('11,111 of 100,000 agents');
+      expect(await page.locator('.row').count()).toBeLessThan(120);
+      await page.locator('.rows').evaluate((el) => el.scrollTo(0, el.scrollHeight));
+      await expect.poll(() => page.locator('.row.agent').last().textContent(), UNTIL).toMatch(/^Unit 9\d*#\d+$/);
+      expect(await page.locator('.row').count()).toBeLessThan(120);
+    } finally {
+      await browser.close();
+      await crowd.close();
     }
   });
 });
