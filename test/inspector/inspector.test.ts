@@ -134,6 +134,8 @@ describe.skipIf(!hasChromium)('the inspector in a browser', () => {
     try {
       await page.goto(`${svc.base}/inspector?key=${KEY}`);
       await page.locator('.conn', { hasText: 'connected' }).waitFor();
+      const paint = await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1);
+      console.log(`inspector: first contentful paint ${paint.toFixed(0)} ms after navigation (loopback, shared machine)`);
       // The session, with its agent count.
       const card = page.locator('button.session', { hasText: 'lockstep' });
       await expect.poll(() => card.locator('.session-agents').textContent(), UNTIL).toBe('2,041');
@@ -206,6 +208,14 @@ describe.skipIf(!hasChromium)('the inspector in a browser', () => {
       await page.locator('.live').click();
       await expect.poll(() => page.locator('.shown-tick').textContent(), UNTIL).toBe(String(tick));
       expect(await fillOf(page, 'flee')).toBe(COLOURS.deepest);
+
+      // Node activity over the recorded past: walk ran on the four patrolling ticks, flee on the three since.
+      const activity = (name: string) => page.locator('.activity tbody tr').filter({ has: page.locator('th', { hasText: new RegExp(`^${name}$`) }) });
+      expect((await activity('walk').locator('td').nth(1).textContent())?.trim()).toBe('4');
+      expect((await activity('flee').locator('td').nth(1).textContent())?.trim()).toBe('3');
+      // Node search highlights the matches.
+      await page.locator('.node-search').fill('flee');
+      expect(await page.locator('svg.graph g.node.found text.title').allTextContents()).toEqual(['flee']);
 
       // Every loaded tree, drawn on its own with its version.
       await page.locator('nav button', { hasText: 'Trees' }).click();

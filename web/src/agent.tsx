@@ -3,7 +3,7 @@
 
 import { useEffect, useState } from 'preact/hooks';
 import { TreeGraph } from './graph';
-import { Blackboard, Observation, Timeline, Waiting, Why } from './panels';
+import { Blackboard, NodeActivity, Observation, Timeline, Waiting, Why } from './panels';
 import { store, type State } from './store';
 import type { AgentFrame } from './types';
 
@@ -41,6 +41,7 @@ function Scrubber({ frames, shown, live, recorded }: { frames: AgentFrame[]; sho
 
 export function AgentView({ s }: { s: State }) {
   const [picked, setPicked] = useState<number | null>(null);
+  const [find, setFind] = useState('');
   const w = s.watching;
   const frame = store.frame();
   const live = s.cursor === null;
@@ -87,7 +88,8 @@ export function AgentView({ s }: { s: State }) {
         <>
           <Scrubber frames={s.frames} shown={frame} live={live} recorded={s.view === 'recordings'} />
           <div class="graph-box">
-            <TreeGraph tree={tree} frame={frame.nodes} onPick={setPicked} picked={picked} marks={marks} />
+            <input class="node-search" type="search" placeholder="Find a node" value={find} onInput={(e) => setFind((e.target as HTMLInputElement).value)} />
+            <TreeGraph tree={tree} frame={frame.nodes} onPick={setPicked} picked={picked} marks={marks} find={find} />
           </div>
           <div class="panels">
             <section><h3>Blackboard</h3><Blackboard frame={frame} /></section>
@@ -95,6 +97,10 @@ export function AgentView({ s }: { s: State }) {
             <section><h3>Waiting actions</h3><Waiting frame={frame} tree={tree} /></section>
             <section class="wide"><h3>Why <span class="dim">tick {frame.tick}</span></h3><Why why={s.why} tree={tree} onPick={setPicked} /></section>
             <section class="wide"><h3>Timeline</h3><Timeline frames={s.frames} upTo={frame.tick} tree={tree} /></section>
+            <section class="wide">
+              <h3>Node activity <span class="dim">over {s.frames.filter((f) => f.tick <= frame.tick).length} ticks up to {frame.tick}</span></h3>
+              <NodeActivity frames={s.frames} upTo={frame.tick} tree={tree} onPick={setPicked} />
+            </section>
           </div>
         </>
       )}

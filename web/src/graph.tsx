@@ -57,13 +57,15 @@ function details(node: TreeNode, frame: NodeFrame | undefined): string[] {
   return out.slice(0, 3).map(clip);
 }
 
-export function TreeGraph({ tree, frame, marks, onPick, picked }: {
+export function TreeGraph({ tree, frame, marks, onPick, picked, find }: {
   tree: TreeView;
   frame?: NodeFrame[] | undefined;
   /** Nodes to outline (e.g. a what-if's divergences). */
   marks?: ReadonlySet<number>;
   onPick?: (index: number) => void;
   picked?: number | null;
+  /** Text to find: nodes whose name, type, action or guard contain it are highlighted. */
+  find?: string;
 }) {
   const [collapsed, setCollapsed] = useState<Set<number>>(new Set());
   const layout = useMemo(() => {
@@ -76,6 +78,9 @@ export function TreeGraph({ tree, frame, marks, onPick, picked }: {
   const minX = Math.min(...nodes.map((n) => n.x)) - W / 2 - 10;
   const maxX = Math.max(...nodes.map((n) => n.x)) + W / 2 + 10;
   const maxY = Math.max(...nodes.map((n) => n.y)) + H + 10;
+  const needle = (find ?? '').trim().toLowerCase();
+  const found = (n: TreeNode): boolean =>
+    needle !== '' && [n.name, n.type, n.action, n.guard?.if].some((t) => t != null && t.toLowerCase().includes(needle));
   const running = (i: number): boolean => frame?.[i]?.status === 'running';
   const deepest = (i: number): boolean => running(i) && !tree.nodes[i]!.children.some(running);
   const link = (l: { source: HierarchyPointNode<Item>; target: HierarchyPointNode<Item> }) => {
@@ -102,6 +107,7 @@ export function TreeGraph({ tree, frame, marks, onPick, picked }: {
           f?.aborted === true ? 'aborted' : '',
           marks?.has(index) === true ? 'marked' : '',
           picked === index ? 'picked' : '',
+          found(node) ? 'found' : '',
         ].join(' ');
         const title = node.name ?? node.action ?? node.type;
         const kind = node.name !== null || node.action !== undefined ? node.type : '';

@@ -170,3 +170,45 @@ export function Why({ why, tree, onPick }: { why: { tick: number; report: WhyRep
     </div>
   );
 }
+
+/** Per node over the frames up to the shown tick: visits, and how often it ended running, succeeded or failed. */
+export function NodeActivity({ frames, upTo, tree, onPick }: { frames: AgentFrame[]; upTo: number; tree: TreeView; onPick: (node: number) => void }) {
+  const shown = frames.filter((f) => f.tick <= upTo);
+  const n = tree.nodes.length;
+  const visits = Array.from({ length: n }, () => 0);
+  const running = Array.from({ length: n }, () => 0);
+  const success = Array.from({ length: n }, () => 0);
+  const failure = Array.from({ length: n }, () => 0);
+  for (const f of shown) {
+    for (let i = 0; i < n; i++) {
+      const nf = f.nodes[i];
+      if (nf === undefined || !nf.ticked) continue;
+      visits[i]!++;
+      if (nf.status === 'running') running[i]!++;
+      else if (nf.status === 'success') success[i]!++;
+      else if (nf.status === 'failure') failure[i]!++;
+    }
+  }
+  const rows = tree.nodes.map((_, i) => i).filter((i) => visits[i]! > 0).toSorted((a, b) => running[b]! - running[a]! || visits[b]! - visits[a]!);
+  if (rows.length === 0) return <div class="empty">no node ticked yet</div>;
+  return (
+    <table class="kv activity">
+      <thead>
+        <tr><th>node</th><td>ticked</td><td>running</td><td>success</td><td>failure</td></tr>
+      </thead>
+      <tbody>
+        {rows.map((i) => (
+          <tr key={i} onClick={() => onPick(i)}>
+            <th>{nodeName(tree, i)}</th>
+            <td class="mono">{visits[i]}</td>
+            <td class="mono">
+              {running[i]} <span class="bar"><i style={{ width: `${(100 * running[i]!) / Math.max(1, shown.length)}%` }} /></span>
+            </td>
+            <td class="mono ok">{success[i]}</td>
+            <td class="mono bad">{failure[i]}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
