@@ -186,4 +186,24 @@ describe('watched agents', () => {
     a.stop(out, 'E_PLUGIN', 'boom');
     expect(out.cancels).toEqual([[1, 1]]);
   });
+
+  it('copies the observation and blackboard as plain data: functions, cycles and __proto__ keys cannot leak into a frame', () => {
+    const def: TreeDefinition = { blackboard: { memo: null }, root: { type: 'condition', expr: 'self.hp > 0' } };
+    const a = new Agent(compile(def), 1);
+    const trace = a.watch(5);
+    const self: Record<string, unknown> = JSON.parse('{"hp": 5, "__proto__": {"polluted": true}, "pos": [1, 2]}') as Record<string, unknown>;
+    self['me'] = self;
+    self['fn'] = () => 1;
+    a.self = self;
+    a.bb['memo'] = new Map([[1, 2]]);
+    a.tick(0, 0, new DecisionBuffer());
+    const f = trace.latest()!;
+    expect(f.self).toEqual({ hp: 5, pos: [1, 2], me: null, fn: null, ['__proto__']: { polluted: true } });
+    expect(Object.getPrototypeOf(f.self)).toBe(Object.prototype);
+    expect((f.self as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(f.bb['memo']).toEqual(new Map([[1, 2]]));
+    expect(f.nodes[0]!.status).toBe('success');
+    (self['pos'] as number[])[0] = 9; // the frame holds a copy
+    expect((f.self as { pos: number[] }).pos).toEqual([1, 2]);
+  });
 });
