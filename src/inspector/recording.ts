@@ -1,16 +1,27 @@
 // A recording opened in the inspector: its agents, any agent's frames over the whole recording (the
 // replay is run with that agent watched), the why of any of its ticks, and a what-if against the
-// service's current trees. Replays run on the main thread in slices, yielding between them, so an
-// open recording never stalls live sessions.
+// service's current trees. Replays run on the main thread in slices of at most ~8 ms, yielding between
+// them, so an open recording never stalls live sessions' clocks.
 
 import { setImmediate as yieldNow } from 'node:timers/promises';
 import { MAX_WATCH_TICKS, type Agent, type AgentFrame, type AgentId, type Tracer, type WhyReport } from '../bt/index.js';
 import type { TreeLibrary } from '../bt/library.js';
-import { ReplaySession, whatIf, type WhatIfReport } from '../record/index.js';
+import { ReplaySession, type WhatIfReport } from '../record/index.js';
+import { whatIfInWorker } from './whatif.js';
 import { compiledView, type TreeView } from './views.js';
 
-/** Ticks replayed between two yields to the event loop. */
-const SLICE = 25;
+/** Longest run of replayed ticks between two yields to the event loop, ms: live sessions' clocks stay on time. */
+const SLICE_MS = 8;
+
+/** Yields to the event loop once `SLICE_MS` have passed since the last yield. */
+class Slicer {
+  private last = performance.now();
+  async maybeYield(): Promise<void> {
+    if (performance.now() - this.last < SLICE_MS) return;
+    await yieldNow();
+    this.last = performance.now();
+  }
+}
 
 /** An agent seen in the recording. */
 export interface RecordedAgent {
@@ -46,10 +57,12 @@ export class RecordingView {
     const replay = await ReplaySession.open(path);
     try {
       const seen = new Map<AgentId, RecordedAgent>();
+      const slicer = new Slicer();
       let n = 0;
       while (n < MAX_WATCH_TICKS && (await replay.next())) {
         for (const a of replay.agents()) if (!seen.has(a.id)) seen.set(a.id, { ...a, from: replay.tick ?? 0 });
-        if (++n % SLICE === 0) await yieldNow();
+        n++;
+        await slicer.maybeYield();
       }
       const h = replay.header;
       return new RecordingView(
@@ -76,6 +89,7 @@ export class RecordingView {
     if (known === undefined) return null;
     const replay = await ReplaySession.open(this.path);
     let watched: { agent: Agent; tracer: Tracer } | null = null;
+    const slicer = new Slicer();
     let n = 0;
     for (;;) {
       // Guess the next tick's number so `waiting[].since` is right; corrected below when ticks skip.
@@ -89,7 +103,8 @@ export class RecordingView {
         // Watched at the end of its first tick: from the next tick on it records frames.
         if (a !== null) watched = { agent: a, tracer: a.watch(MAX_WATCH_TICKS) };
       }
-      if (++n % SLICE === 0) await yieldNow();
+      n++;
+      await slicer.maybeYield();
     }
     if (watched === null || this.closed) {
       await replay.close();
@@ -105,9 +120,9 @@ export class RecordingView {
     return w === null ? null : w.tracer.why(w.agent, tick);
   }
 
-  /** What the service's current trees would have decided differently over this recording. */
-  whatIf(library: TreeLibrary): Promise<WhatIfReport> {
-    return whatIf(this.path, library);
+  /** What the service's current trees would have decided differently over this recording (in a worker thread). */
+  whatIf(library: TreeLibrary, plugins: string | null): Promise<WhatIfReport> {
+    return whatIfInWorker(this.path, library, plugins);
   }
 
   private async unwatch(): Promise<void> {

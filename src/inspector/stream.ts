@@ -171,7 +171,7 @@ class Page implements PageSink {
       case 'rec.whatif': {
         const view = this.recording;
         if (view === null) return;
-        return this.send({ t: 'whatif', recording: view.id, report: await view.whatIf(this.library) });
+        return this.send({ t: 'whatif', recording: view.id, report: await view.whatIf(this.library, this.ctx.config.plugins) });
       }
       case 'rec.close':
         ++this.recordingRequest;
