@@ -54,6 +54,7 @@ class Page implements PageSink {
   private pendingSamples: { list: readonly SessionSample[]; t: number } | null = null;
   private lastPush = 0;
   private timer: NodeJS.Timeout | null = null;
+  private watchRequest = 0;
   private recording: RecordingView | null = null;
   /** Bumped by every recording request: a slow answer to an older one is dropped. */
   private recordingRequest = 0;
@@ -105,6 +106,7 @@ class Page implements PageSink {
     if (typeof msg !== 'object' || msg === null) return this.send({ t: 'error', message: 'expected an object with t' });
     switch (msg.t) {
       case 'session': {
+        ++this.watchRequest;
         await this.stopWatching();
         this.session = typeof msg.session === 'string' ? msg.session : null;
         if (this.session === null) return;
@@ -115,6 +117,8 @@ class Page implements PageSink {
       case 'agents':
         return this.sendAgents();
       case 'watch': {
+        // Clicking through agents sends watches faster than they are answered: only the last one stays.
+        const n = ++this.watchRequest;
         await this.stopWatching();
         const session = this.session === null ? undefined : this.live(this.session);
         if (session === undefined || msg.agent === null || (typeof msg.agent !== 'string' && typeof msg.agent !== 'number')) return;
@@ -122,7 +126,7 @@ class Page implements PageSink {
         if (listing === undefined || !(await this.hub.watch(this, session, msg.agent))) {
           return this.send({ t: 'error', message: `no agent ${JSON.stringify(msg.agent)} in session ${session.id}` });
         }
-        if (this.closed) return void this.hub.unwatch(this, session.id, msg.agent);
+        if (this.closed || n !== this.watchRequest) return void this.hub.unwatch(this, session.id, msg.agent);
         this.watched = { session: session.id, agent: msg.agent };
         this.send({ t: 'watching', session: session.id, agent: msg.agent, label: listing.label, tree: treeView(this.library, listing.tree) });
         return this.sendRing();

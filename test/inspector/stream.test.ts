@@ -129,6 +129,19 @@ describe('the inspector data stream', () => {
     await expect.poll(async () => (await svc.server.pool.frames(game.session, 1)).length, { timeout: 10_000 }).toBe(0);
   });
 
+  it('keeps only the last of watches sent faster than they are answered (no agent left watched)', async () => {
+    const page = await Page.open(svc.port);
+    page.send({ t: 'session', session: game.session });
+    page.send({ t: 'watch', agent: 1 });
+    page.send({ t: 'watch', agent: 2 });
+    await page.until((m) => m.t === 'watching' && m.agent === 2);
+    await page.until((m) => m.t === 'push' && m.frames !== undefined);
+    expect(page.got.filter((g) => g.msg.t === 'watching').map((g) => g.msg.agent)).toEqual([2]);
+    await expect.poll(async () => (await svc.server.pool.frames(game.session, 1)).length, { timeout: 10_000 }).toBe(0);
+    expect((await svc.server.pool.frames(game.session, 2)).length).toBeGreaterThan(0);
+    await page.close();
+  });
+
   it('answers malformed and unknown messages with an error and goes on', async () => {
     const page = await Page.open(svc.port);
     page.ws.send('not json');
