@@ -194,7 +194,6 @@ async function run(workers: number, watched: number): Promise<Result> {
   const workerElu = workers === 0 ? [] : pool.workerStats().map((w) => w.elu);
   await pool.close();
   times.sort((a, b) => a - b);
-  const median = (xs: number[]): number => (xs.length === 0 ? 0 : xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!);
   return {
     workers,
     watched,
@@ -212,6 +211,10 @@ async function run(workers: number, watched: number): Promise<Result> {
     done: games.reduce((a, g) => a + g.done, 0),
     errors: games.reduce((a, g) => a + g.errors, 0),
   };
+}
+
+function median(xs: readonly number[]): number {
+  return xs.length === 0 ? 0 : xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 }
 
 /** bench/trees, found from the sources or from dist/. */
