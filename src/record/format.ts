@@ -1,4 +1,4 @@
-// The recording file format (docs/recording.md): a magic line, then independently compressed blocks of
+// The recording file format (docs/recording.md): a magic line, then independently compressed (Brotli) blocks of
 // length-delimited records. Shared by the writer (service), the reader, replay and the inspector.
 
 import { crc32 } from 'node:zlib';

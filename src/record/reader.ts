@@ -3,7 +3,7 @@
 
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { crc32, inflateRawSync } from 'node:zlib';
+import { brotliDecompressSync, crc32 } from 'node:zlib';
 import { decode } from '../protocol/index.js';
 import {
   BLOCK_HEADER_BYTES,
@@ -150,7 +150,7 @@ function* readPart(path: string, problems: string[] | null): Generator<RawRecord
         problems?.push(`${basename(path)}: the block at byte ${offset} is damaged (checksum)`);
         return;
       }
-      const raw = inflateRawSync(body);
+      const raw = brotliDecompressSync(body);
       let at = 0;
       while (at + 5 <= raw.length) {
         const kind = raw[at] as Kind;

@@ -148,7 +148,7 @@ export async function whatIf(path: string, trees: TreeLibrary, opts: WhatIfOptio
       for (const id of new Set([...ga.keys(), ...gb.keys()])) {
         const da = ga.get(id) ?? emptyDecisions();
         const db = gb.get(id) ?? emptyDecisions();
-        if (JSON.stringify(da) === JSON.stringify(db)) continue;
+        if (sameDecisions(da, db)) continue;
         unanswered += compareActions(da, db, actions);
         const ca = new Set(da.cancels);
         const cb = new Set(db.cancels);
@@ -204,6 +204,31 @@ export async function whatIf(path: string, trees: TreeLibrary, opts: WhatIfOptio
     },
     truncated: reader.problem,
   };
+}
+
+/** Structural equality of one agent's decisions (no strings built: this runs for every agent of a differing tick). */
+function sameDecisions(a: AgentDecisions, b: AgentDecisions): boolean {
+  if (a.actions.length !== b.actions.length || a.cancels.length !== b.cancels.length || a.done.length !== b.done.length || a.errors.length !== b.errors.length) return false;
+  for (let i = 0; i < a.actions.length; i++) {
+    const x = a.actions[i]!;
+    const y = b.actions[i]!;
+    if (x[0] !== y[0] || x[1] !== y[1] || !deepEqual(x[2], y[2])) return false;
+  }
+  for (let i = 0; i < a.cancels.length; i++) if (a.cancels[i] !== b.cancels[i]) return false;
+  for (let i = 0; i < a.done.length; i++) if (a.done[i] !== b.done[i]) return false;
+  for (let i = 0; i < a.errors.length; i++) if (a.errors[i]![0] !== b.errors[i]![0] || a.errors[i]![1] !== b.errors[i]![1]) return false;
+  return true;
+}
+
+function deepEqual(x: unknown, y: unknown): boolean {
+  if (x === y) return true;
+  if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null) return Number.isNaN(x) && Number.isNaN(y);
+  if (Array.isArray(x) !== Array.isArray(y)) return false;
+  const kx = Object.keys(x);
+  const ky = Object.keys(y);
+  if (kx.length !== ky.length) return false;
+  for (const k of kx) if (!deepEqual((x as Record<string, unknown>)[k], (y as Record<string, unknown>)[k])) return false;
+  return true;
 }
 
 function emptyDecisions(): AgentDecisions {

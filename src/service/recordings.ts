@@ -56,6 +56,8 @@ export class Recordings {
   /** Bytes of recordings in the folder (scanned on first use, then counted). */
   private total: number | null = null;
   private pruning = false;
+  /** Bytes written before the folder was first scanned (the scan may see some of them too: the total errs high, never low). */
+  private writtenWhileScanning = 0;
 
   constructor(o: RecordingsOptions) {
     this.o = o;
@@ -98,17 +100,17 @@ export class Recordings {
         plugins: this.plugins(),
         ...this.trees(),
       },
-      onWritten: (bytes, path) => {
-        this.writing.add(path);
+      onWritten: (bytes) => {
         this.o.metrics.recordingBytes.inc(bytes);
         if (this.total !== null) this.total += bytes;
+        else this.writtenWhileScanning += bytes;
         this.enforceCap();
       },
+      onPartStarted: (path) => this.writing.add(path),
       onPartClosed: (path) => this.writing.delete(path),
       onError: (err) => this.failed(session, recorder!, err),
     });
     recorder = new SessionRecorder(writer, id, session.mode, () => void this.stop(session));
-    this.writing.add(join(this.dir, partFileName(id, 1)));
     this.active.set(session, recorder);
     session.recorder = recorder;
     this.o.metrics.recordingsStarted.inc();
@@ -197,7 +199,10 @@ export class Recordings {
     session.notice(ErrorCode.E_RECORDING, `recording ${recorder.id} stopped: ${reason}; the session goes on unrecorded`);
   }
 
-  /** Deletes the oldest finished parts while the folder holds more than the cap. */
+  /**
+   * Deletes the oldest finished parts while the folder holds more than the cap. The total is counted, not
+   * re-read: bytes written while a prune runs are never lost from it.
+   */
   private enforceCap(): void {
     const cap = this.o.config.recordMaxTotalBytes;
     if (cap <= 0 || this.pruning) return;
@@ -205,17 +210,17 @@ export class Recordings {
     this.pruning = true;
     void (async () => {
       try {
-        const parts = (await this.list()).toReversed(); // oldest first
-        let total = parts.reduce((n, p) => n + p.bytes, 0);
+        const parts = (await this.list()).toSorted((a, b) => a.modified.localeCompare(b.modified) || a.recording.localeCompare(b.recording) || a.part - b.part);
+        if (this.total === null) this.total = parts.reduce((n, p) => n + p.bytes, 0) + this.writtenWhileScanning;
         for (const p of parts) {
-          if (total <= cap) break;
+          if (this.total <= cap) break;
           const path = join(this.dir, `${p.id}${EXTENSION}`);
-          if (this.writing.has(path)) continue;
-          await unlink(path).catch(() => undefined);
+          if (p.active || this.writing.has(path)) continue;
+          const gone = await unlink(path).then(() => true, () => false);
+          if (!gone) continue;
+          this.total -= p.bytes;
           this.o.logger.info({ file: path, bytes: p.bytes }, 'recording deleted (CANOPY_RECORD_MAX_TOTAL_BYTES)');
-          total -= p.bytes;
         }
-        this.total = total;
       } finally {
         this.pruning = false;
       }

@@ -34,6 +34,10 @@ describe('parseConfig', () => {
       maxFrameBytes: 16 * 1024 * 1024,
       shutdownMs: 10_000,
       maxMessageRate: 10_000,
+      record: 'none',
+      recordDir: './recordings',
+      recordMaxBytes: 256 * 1024 * 1024,
+      recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
     });
     expect(c.workers).toBeGreaterThanOrEqual(1);
   });
@@ -53,6 +57,10 @@ describe('parseConfig', () => {
       CANOPY_MAX_FRAME_BYTES: '65536',
       CANOPY_SHUTDOWN_MS: '2000',
       CANOPY_MAX_MESSAGE_RATE: '0',
+      CANOPY_RECORD: 'ALL',
+      CANOPY_RECORD_DIR: '/srv/recordings',
+      CANOPY_RECORD_MAX_BYTES: '1000000',
+      CANOPY_RECORD_MAX_TOTAL_BYTES: '0',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -70,6 +78,10 @@ describe('parseConfig', () => {
       maxFrameBytes: 65536,
       shutdownMs: 2000,
       maxMessageRate: 0,
+      record: 'all',
+      recordDir: '/srv/recordings',
+      recordMaxBytes: 1_000_000,
+      recordMaxTotalBytes: 0,
     });
   });
 
@@ -116,7 +128,15 @@ describe('parseConfig', () => {
       'CANOPY_MAX_FRAME_BYTES',
       'CANOPY_SHUTDOWN_MS',
       'CANOPY_MAX_MESSAGE_RATE',
+      'CANOPY_RECORD',
+      'CANOPY_RECORD_DIR',
+      'CANOPY_RECORD_MAX_BYTES',
+      'CANOPY_RECORD_MAX_TOTAL_BYTES',
     ]);
+  });
+
+  test('CANOPY_RECORD: none or all, nothing else', () => {
+    expect(() => parseConfig([], { CANOPY_RECORD: 'some' })).toThrow('CANOPY_RECORD: expected none or all, got "some"');
   });
 
   test('every setting is documented in docs/configuration.md', () => {

@@ -1,0 +1,106 @@
+// What recording costs, in CPU time rather than wall time (so a shared machine's other load does not
+// decide the answer): the service's session path — frame parsed as the WebSocket handler parses it,
+// snapshot applied, every agent ticked, decisions encoded — with and without the flight recorder,
+// compression on libuv's threads included (process.cpuUsage counts every thread). Rounds alternate
+// A/B; the best round of each is compared.
+//
+//   npm run build && node dist/bench/record-cost.js [--agents 50000] [--ticks 100] [--rounds 4] [--mode lockstep|fixed]
+
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { RowWriter } from '../src/client/index.js';
+import { encode, encodeDecisions, parseClientFrame, type SnapshotMessage } from '../src/protocol/index.js';
+import { RecordingWriter } from '../src/record/index.js';
+import { loadLibrary } from '../src/service/trees.js';
+import { Metrics } from '../src/service/metrics.js';
+import { createAgentPool } from '../src/service/pool/index.js';
+import { SessionRecorder } from '../src/service/recorder.js';
+import { Session } from '../src/service/session.js';
+import { FIELDS, GameWorld } from './load/world.js';
+import { formatMachine, machineInfo } from './lib/machine.js';
+
+const { values } = parseArgs({
+  options: {
+    agents: { type: 'string', default: '50000' },
+    ticks: { type: 'string', default: '100' },
+    rounds: { type: 'string', default: '4' },
+    workers: { type: 'string', default: '0' },
+  },
+});
+const agents = Number(values.agents);
+const ticks = Number(values.ticks);
+const rounds = Number(values.rounds);
+
+console.log('Canopy recording cost (CPU time of the session path, recorder off vs on)');
+console.log(formatMachine(machineInfo()));
+console.log(`${agents} agents on guard, lockstep, ${ticks} ticks per round, ${rounds} rounds each, alternating; ${values.workers} workers (0: inline)`);
+
+const library = await loadLibrary(resolve('trees'), null);
+const pool = await createAgentPool({ trees: resolve('trees'), workers: Number(values.workers), library });
+await pool.ready();
+const logger = pino({ level: 'silent' });
+const metrics = new Metrics({ sessions: () => [], agents: () => 0, workers: () => [] });
+const dir = await mkdtemp(join(tmpdir(), 'canopy-record-cost-'));
+
+/** One round: a fresh session and world; returns process CPU ms and bytes recorded. */
+async function round(record: boolean, n: number): Promise<{ cpuMs: number; bytes: number }> {
+  const session = new Session({ pool, metrics, logger, maxAgents: agents }, { mode: 'lockstep', hz: 0, fields: [...FIELDS], transport: 'ws' });
+  let writer: RecordingWriter | null = null;
+  if (record) {
+    writer = new RecordingWriter({
+      dir,
+      recording: `round${n}`,
+      maxBytes: 0,
+      header: { canopy: 'bench', session: session.id, mode: 'lockstep', hz: 0, fields: [...FIELDS], plugins: [], trees: {}, definitions: {} },
+      onError: (err) => {
+        throw err;
+      },
+    });
+    session.recorder = new SessionRecorder(writer, `round${n}`, 'lockstep', () => undefined);
+  }
+  session.spawn(Array.from({ length: agents }, (_, id) => ({ id, tree: 'guard' })));
+  const world = new GameWorld(agents, 7);
+  const rows = new RowWriter(FIELDS);
+  // Frames are built before the clock starts: the game server's work is not the service's.
+  const frames: Buffer[] = [];
+  for (let t = 1; t <= ticks; t++) {
+    world.step(0.05);
+    world.writeRows(rows);
+    frames.push(Buffer.from(encode({ t: 'snapshot', tick: t, time: world.time, agents: rows.rows(), results: world.results() })));
+  }
+  const before = process.cpuUsage();
+  for (const bytes of frames) {
+    const parsed = parseClientFrame(bytes, 1 << 30, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
+    if (!parsed.ok) throw new Error(parsed.message);
+    const out = await session.lockstep(parsed.msg as SnapshotMessage, bytes);
+    // What the WebSocket handler does with the result.
+    encodeDecisions(out.decisions);
+    world.apply(out.decisions.actions ?? [], out.decisions.cancels ?? []);
+  }
+  await writer?.close('round over');
+  const used = process.cpuUsage(before);
+  await session.end();
+  let bytes = 0;
+  if (record) for (const f of await readdir(dir)) if (f.startsWith(`round${n}.`)) bytes += (await stat(join(dir, f))).size;
+  return { cpuMs: (used.user + used.system) / 1000, bytes };
+}
+
+const best = { off: Infinity, on: Infinity };
+let bytes = 0;
+for (let n = 0; n < rounds * 2; n++) {
+  const record = n % 2 === 1;
+  const r = await round(record, n);
+  if (record) {
+    best.on = Math.min(best.on, r.cpuMs);
+    bytes = r.bytes;
+  } else best.off = Math.min(best.off, r.cpuMs);
+  console.log(`  round ${Math.floor(n / 2) + 1} ${record ? 'on ' : 'off'}: ${r.cpuMs.toFixed(0)} ms CPU${record ? `, ${(r.bytes / 2 ** 20).toFixed(1)} MB` : ''}`);
+}
+await pool.close();
+await rm(dir, { recursive: true, force: true });
+const agentTicks = agents * ticks;
+console.log(`CPU per agent-tick: off ${((best.off * 1e6) / agentTicks).toFixed(0)} ns, on ${((best.on * 1e6) / agentTicks).toFixed(0)} ns: recording costs ${(100 * (best.on / best.off - 1)).toFixed(1)} % of the session path's CPU`);
+console.log(`recorded: ${(bytes / agentTicks).toFixed(2)} bytes per agent-tick (compressed, Brotli quality 1)`);
