@@ -1,7 +1,7 @@
 // The watched agent (live or in a recording): time-travel scrubber, its tree coloured by the shown
 // tick, its data, the why of that tick and its timeline.
 
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { TreeGraph } from './graph';
 import { Blackboard, NodeActivity, Observation, Timeline, Waiting, Why } from './panels';
 import { store, type State } from './store';
@@ -45,10 +45,15 @@ export function AgentView({ s }: { s: State }) {
   const w = s.watching;
   const frame = store.frame();
   const live = s.cursor === null;
-  // The why follows the shown tick; when live, it is asked for when the page stops on a tick (≤ 2/s).
+  // The why follows the shown tick: at once when stepping, at most twice a second while live.
+  const lastAsk = useRef(0);
   useEffect(() => {
     if (frame === null) return;
-    const t = setTimeout(() => store.askWhy(frame.tick), live ? 500 : 0);
+    const wait = live ? Math.max(0, lastAsk.current + 500 - performance.now()) : 0;
+    const t = setTimeout(() => {
+      lastAsk.current = performance.now();
+      store.askWhy(frame.tick);
+    }, wait);
     return () => clearTimeout(t);
   }, [frame?.tick, live]);
   if (w === null) return <div class="placeholder">Pick an agent in the hierarchy to watch it: its tree, data, timeline and why appear here.</div>;
@@ -95,7 +100,7 @@ export function AgentView({ s }: { s: State }) {
             <section><h3>Blackboard</h3><Blackboard frame={frame} /></section>
             <section><h3>Observation <span class="dim">self</span></h3><Observation frame={frame} /></section>
             <section><h3>Waiting actions</h3><Waiting frame={frame} tree={tree} /></section>
-            <section class="wide"><h3>Why <span class="dim">tick {frame.tick}</span></h3><Why why={s.why} tree={tree} onPick={setPicked} /></section>
+            <section class="wide"><h3>Why <span class="dim">tick {s.why?.tick ?? frame.tick}{s.why !== null && s.why.tick !== frame.tick ? ' (updating…)' : ''}</span></h3><Why why={s.why} tree={tree} onPick={setPicked} /></section>
             <section class="wide"><h3>Timeline</h3><Timeline frames={s.frames} upTo={frame.tick} tree={tree} /></section>
             <section class="wide">
               <h3>Node activity <span class="dim">over {s.frames.filter((f) => f.tick <= frame.tick).length} ticks up to {frame.tick}</span></h3>

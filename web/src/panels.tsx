@@ -131,8 +131,8 @@ function Term({ term, depth }: { term: WhyTerm; depth: number }) {
 }
 
 export function Why({ why, tree, onPick }: { why: { tick: number; report: WhyReport | null } | null; tree: TreeView; onPick: (node: number) => void }) {
-  if (why === null) return <div class="empty">select a tick</div>;
-  if (why.report === null) return <div class="empty">tick {why.tick}: working… (or no longer in the agent's recent past)</div>;
+  if (why === null) return <div class="empty">working…</div>;
+  if (why.report === null) return <div class="empty">tick {why.tick} is no longer in the agent's recent past</div>;
   if (why.report.checks.length === 0) return <div class="empty">no guard or condition was evaluated at tick {why.tick}</div>;
   // A guard checked twice in one tick (its abort re-check, then the visit) with the same value shows once.
   const seen = new Map<string, { check: WhyCheck; times: number }>();

@@ -28,7 +28,10 @@ export interface State {
   frames: AgentFrame[];
   /** The tick shown; null follows the newest frame. */
   cursor: number | null;
+  /** The last why answered (`report` null: that tick had left the ring buffer). */
   why: { tick: number; report: WhyReport | null } | null;
+  /** The tick whose why was asked last. */
+  whyAsked: number | null;
   selectedTree: string | null;
   recordings: RecordingListing[] | null;
   /** The recording open in the recordings view (its agents in `agents`). */
@@ -55,6 +58,7 @@ class Store {
     frames: [],
     cursor: null,
     why: null,
+    whyAsked: null,
     selectedTree: null,
     recordings: null,
     recording: null,
@@ -110,13 +114,13 @@ class Store {
     if (!entering && was !== 'recordings') return this.set({ view });
     // Leaving one of them ends its watch (and frees the open recording's replay).
     this.send(entering ? { t: 'watch', agent: null } : { t: 'rec.close' });
-    this.set({ view, agents: null, watching: null, frames: [], cursor: null, why: null, recording: null, whatif: null, opening: null });
+    this.set({ view, agents: null, watching: null, frames: [], cursor: null, why: null, whyAsked: null, recording: null, whatif: null, opening: null });
     if (entering) this.send({ t: 'recordings' });
     else if (this.state.session !== null) this.selectSession(this.state.session);
   }
 
   openRecording(id: string): void {
-    this.set({ opening: id, recording: null, agents: null, watching: null, frames: [], cursor: null, why: null, whatif: null });
+    this.set({ opening: id, recording: null, agents: null, watching: null, frames: [], cursor: null, why: null, whyAsked: null, whatif: null });
     this.send({ t: 'rec.open', id });
   }
 
@@ -133,7 +137,7 @@ class Store {
   }
 
   selectSession(session: string | null): void {
-    this.set({ session, agents: null, watching: null, frames: [], cursor: null, why: null });
+    this.set({ session, agents: null, watching: null, frames: [], cursor: null, why: null, whyAsked: null });
     this.send({ t: 'session', session });
   }
 
@@ -141,7 +145,7 @@ class Store {
     const recording = this.state.view === 'recordings' ? this.state.recording : null;
     const session = recording?.id ?? this.state.session;
     if (session === null) return;
-    this.set({ watching: { session, agent, label, tree: null }, frames: [], cursor: null, why: null, pendingSeek: null });
+    this.set({ watching: { session, agent, label, tree: null }, frames: [], cursor: null, why: null, whyAsked: null, pendingSeek: null });
     this.send({ t: recording !== null ? 'rec.watch' : 'watch', agent });
   }
 
@@ -151,8 +155,8 @@ class Store {
   }
 
   askWhy(tick: number): void {
-    if (this.state.why?.tick === tick) return;
-    this.set({ why: { tick, report: null } });
+    if (this.state.whyAsked === tick) return;
+    this.set({ whyAsked: tick });
     this.send({ t: this.state.view === 'recordings' ? 'rec.why' : 'why', tick });
   }
 
@@ -205,7 +209,7 @@ class Store {
         if (this.state.recording?.id !== msg.recording) return;
         return this.set({ whatif: { running: false, report: msg.report as WhatIfReport } });
       case 'why': {
-        if (this.state.why?.tick !== msg.tick) return;
+        if (this.state.whyAsked !== msg.tick) return;
         return this.set({ why: { tick: msg.tick as number, report: msg.report as WhyReport | null } });
       }
       case 'push':
