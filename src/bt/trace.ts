@@ -10,8 +10,11 @@ import type { TracedProgram } from './program.js';
 import { Status } from './status.js';
 import type { CheckKind } from './trace-program.js';
 
-/** Most frames one watched agent keeps (an hour at 20 Hz); larger requests are clamped. */
-export const MAX_WATCH_TICKS = 72_000;
+/**
+ * Most frames one watched agent keeps (10 minutes at 20 Hz); larger requests are clamped. A frame of a
+ * 57-node tree is ~3 KB as JSON, so one agent's ring stays within tens of megabytes.
+ */
+export const MAX_WATCH_TICKS = 12_000;
 
 /** One guard, condition or service expression evaluated during a tick, with the inputs the why needs. */
 interface CheckRecord {

@@ -426,7 +426,7 @@ export abstract class PoolRouter implements AgentPool {
   async watch(session: string, agent: AgentId, ticks: number): Promise<boolean> {
     if (!Number.isFinite(ticks) || ticks < 1) throw new RangeError(`watch: ticks must be a number ≥ 1, got ${ticks}`);
     const r = this.sessions.get(session)?.routes.get(agent);
-    if (r === undefined) return false;
+    if (r === undefined || !this.up[r.host]) return false;
     const reply = await this.request(r.host, { t: 'watch', req: this.nextReq++, session, slot: r.slot, ticks }, []);
     return reply.t === 'watching' && reply.ok;
   }
@@ -439,14 +439,14 @@ export abstract class PoolRouter implements AgentPool {
 
   async frames(session: string, agent: AgentId, sinceTick?: number): Promise<AgentFrame[]> {
     const r = this.sessions.get(session)?.routes.get(agent);
-    if (r === undefined) return [];
+    if (r === undefined || !this.up[r.host]) return [];
     const reply = await this.request(r.host, { t: 'frames', req: this.nextReq++, session, slot: r.slot, since: sinceTick ?? null }, []);
     return reply.t === 'frames' ? reply.frames : [];
   }
 
   async why(session: string, agent: AgentId, tick: number): Promise<WhyReport | null> {
     const r = this.sessions.get(session)?.routes.get(agent);
-    if (r === undefined) return null;
+    if (r === undefined || !this.up[r.host]) return null;
     const reply = await this.request(r.host, { t: 'why', req: this.nextReq++, session, slot: r.slot, tick }, []);
     return reply.t === 'why' ? reply.report : null;
   }
