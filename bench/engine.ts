@@ -123,6 +123,21 @@ if (canopy !== undefined) {
   if (ceiling !== undefined) console.log(`  ≥ 0.4 of the hand-written loop: ${(c / ceiling).toFixed(3)} — ${check(c / ceiling >= 0.4)}`);
   console.log(`  ≤ 1 KB engine state per agent: ${canopy.bytesPerAgent.toFixed(0)} B — ${check(canopy.bytesPerAgent <= 1024)}`);
 }
+// The inspector's trace A/B: the same trees and agents, ticked through Agent.tick (B: with the watched-agent
+// check) and through a copy of the pre-trace tick (A). Unwatched agents should see no difference.
+const pairs = [
+  ['canopy', 'canopy-untraced'],
+  ['canopy-large', 'canopy-large-untraced'],
+] as const;
+const ab = pairs.flatMap(([b, a]) => {
+  const rb = rate(b);
+  const ra = rate(a);
+  return rb === undefined || ra === undefined ? [] : [`${b} ÷ ${a} = ${(rb / ra).toFixed(3)}`];
+});
+if (ab.length > 0) {
+  console.log();
+  console.log(`trace A/B, unwatched agents (B with the trace check ÷ A without, best rounds): ${ab.join('; ')}`);
+}
 console.log();
 console.log('timed: ticking agents (+ for Canopy, delivering results); excluded: world perturbation. B/agent: growth of heapUsed and arrayBuffers from spawning, after full GCs; JSON bytesPerAgent is their sum; rss (rough) also counts malloc-ed typed-array backing stores.');
 
@@ -133,8 +148,8 @@ if (values.json) {
       agents,
       ticks,
       // Heap deltas of a few bytes below zero are GC noise (the ceiling keeps its state in ArrayBuffers).
-      // ceiling-objects is printed for context only; the JSON keeps the issue's five names.
-      results: rows.filter((r) => r.name !== 'ceiling-objects').map((r) => ({ name: r.name, agentTicksPerSec: Math.round(r.best.agentTicksPerSec), bytesPerAgent: Math.max(0, Math.round(r.bytesPerAgent)) })),
+      // ceiling-objects and the trace A/B baselines are printed for context only; the JSON keeps the issue's five names.
+      results: rows.filter((r) => r.name !== 'ceiling-objects' && !r.name.endsWith('-untraced')).map((r) => ({ name: r.name, agentTicksPerSec: Math.round(r.best.agentTicksPerSec), bytesPerAgent: Math.max(0, Math.round(r.bytesPerAgent)) })),
     }),
   );
 }

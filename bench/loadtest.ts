@@ -3,7 +3,7 @@
 // the service sustained. See docs/capacity.md.
 //
 //   npm run loadtest -- [--mode lockstep|fixed|both] [--agents 20000] [--sessions 4] [--hz 20] [--seconds 60]
-//                       [--workers 1,2] [--find-capacity] [--url ws://host:port] [--json FILE] ...   (--help)
+//                       [--workers 1,2] [--find-capacity] [--url ws://host:port] [--watch 0,10] [--json FILE] ...   (--help)
 
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,7 +33,7 @@ const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 // Every run is bounded: set-up, warm-up, window and drain, times the number of runs, then we give up.
 const runSeconds = (seconds: number): number => o.warmup + seconds + 180;
-const runsPlanned = (o.url === undefined ? o.workers.length : 1) * o.modes.length * (o.findCapacity ? o.maxProbes : 1);
+const runsPlanned = (o.url === undefined ? o.workers.length : 1) * o.modes.length * (o.findCapacity ? o.maxProbes : o.watch.length * (o.record === 'both' ? 2 : 1));
 const watchdog = setTimeout(() => {
   log(`loadtest: still running after ${runsPlanned} × ${runSeconds(o.findCapacity ? o.probeSeconds : o.seconds)} s; giving up`);
   process.exit(3);
@@ -89,8 +89,9 @@ async function withTarget<T>(workers: number, use: (target: Target) => Promise<T
   }
 }
 
-function spec(mode: Mode, agents: number, seconds: number, failFast: boolean): RunSpec {
+function spec(mode: Mode, agents: number, seconds: number, failFast: boolean, watch = o.watch[0]!): RunSpec {
   return {
+    watch,
     mode,
     sessions: o.sessions,
     agents,
@@ -116,11 +117,13 @@ for (const workers of workerCounts) {
   for (const mode of o.modes) {
     if (!o.findCapacity) {
       for (const record of o.record === 'both' ? [false, true] : [o.record === 'on']) {
-        log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${record ? ', every session recorded' : ''}`);
-        lastRecording = null;
-        const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false), t, progress), record);
-        results.push(r);
-        if (record && lastRecording !== null) recorded.set(r, lastRecording);
+        for (const watch of o.watch) {
+          log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${record ? ', every session recorded' : ''}${watch > 0 ? `, ${watch} watched by inspector pages` : ''}`);
+          lastRecording = null;
+          const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false, watch), t, progress), record);
+          results.push(r);
+          if (record && lastRecording !== null) recorded.set(r, lastRecording);
+        }
       }
       continue;
     }
@@ -157,6 +160,33 @@ if (results.length > 0) {
   console.log(o.findCapacity ? 'figures at capacity' : 'figures');
   console.log(resultsTable(results));
   for (const line of failureLines(results)) console.log(line);
+}
+
+/** Service CPU (cores) per achieved agent-tick/s: what capacity is made of. */
+function cpuPerAgentTick(r: RunResult): number {
+  return r.achievedAgentTicksPerSec > 0 ? r.server.cpuCores / r.achievedAgentTicksPerSec : Infinity;
+}
+
+// The cost of watching (--watch 0,N): service CPU per achieved agent-tick, each watched run against the first.
+const watchCosts: Array<{ mode: Mode; workers: number | null; watched: number; cpuPerAgentTickRatio: number; inspectorMessages: number }> = [];
+if (o.watch.length > 1) {
+  console.log();
+  for (const workers of workerCounts) {
+    for (const mode of o.modes) {
+      const runs = results.filter((r) => r.mode === mode && (o.url !== undefined || r.workers === workers) && !recorded.has(r));
+      const base = runs[0];
+      if (base === undefined) continue;
+      for (const r of runs.slice(1)) {
+        const ratio = cpuPerAgentTick(r) / cpuPerAgentTick(base);
+        watchCosts.push({ mode, workers, watched: r.watched ?? 0, cpuPerAgentTickRatio: ratio, inspectorMessages: r.inspector?.messages ?? 0 });
+        console.log(
+          `watch cost, ${mode}, ${workers ?? 'remote'} workers: ${r.watched ?? 0} watched vs ${base.watched ?? 0} — service CPU per agent-tick ×${ratio.toFixed(3)} ` +
+            `(${(100 * (ratio - 1)).toFixed(1)} % of capacity; ${base.server.cpuCores.toFixed(2)} → ${r.server.cpuCores.toFixed(2)} cores, ` +
+            `${base.achievedAgentTicksPerSec} → ${r.achievedAgentTicksPerSec} agent-ticks/s; ${r.inspector?.messages ?? 0} inspector pushes)`,
+        );
+      }
+    }
+  }
 }
 
 // Recording: what it cost (A/B in the same process, same load) and how many bytes it wrote.
@@ -233,6 +263,7 @@ if (o.json !== undefined) {
     }));
   }
   if (scaling.length > 0) out.scaling = scaling;
+  if (watchCosts.length > 0) out.watchCosts = watchCosts;
   if (recordingFigures.length > 0) out.recording = recordingFigures;
   writeFileSync(o.json, `${JSON.stringify(out, null, 2)}\n`);
   log(`wrote ${o.json}`);

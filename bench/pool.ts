@@ -2,7 +2,13 @@
 // tick and action results delivered like a game server would, for each worker count (0 = inline, the reference).
 //
 //   npm run build && node dist/bench/pool.js [--sessions S] [--agents N] [--ticks T] [--warmup W]
-//                                           [--workers 0,1,2] [--tree guard|large] [--rounds R] [--json]
+//                                           [--workers 0,1,2] [--tree guard|large] [--rounds R] [--watch N] [--json]
+//
+// --watch N: the timed ticks alternate, in blocks of WATCH_BLOCK ticks, between N agents of the first session
+// watched by the inspector (ring buffer of 30 s at 20 Hz, frames handed to onFrames each tick) and nobody
+// watched; the report compares the process CPU per tick of the two (A/B interleaved in one pool, so the
+// load of a shared machine falls on both alike): the capacity cost of watching. Watching and unwatching
+// happen between timed ticks.
 //
 // Rounds go round-robin over the worker counts and the best round of each is reported (other work on a
 // shared machine only ever slows a round down).
@@ -31,6 +37,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '0,1,2' },
     tree: { type: 'string', default: 'guard' },
     rounds: { type: 'string', default: '3' },
+    watch: { type: 'string', default: '0' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -41,6 +48,12 @@ const ticks = positiveInteger('ticks', values.ticks);
 const warmup = positiveInteger('warmup', values.warmup, 0);
 const workerCounts = values.workers.split(',').map((w) => positiveInteger('workers', w, 0));
 const rounds = positiveInteger('rounds', values.rounds);
+const watch = positiveInteger('watch', values.watch, 0);
+if (watch > agents) fail(`--watch must be at most --agents (${agents})`);
+/** Frames kept per watched agent: 30 s at 20 Hz, what the inspector asks for. */
+const WATCH_TICKS = 600;
+/** Ticks per block of the watch A/B. */
+const WATCH_BLOCK = 8;
 const tree = values.tree;
 if (tree !== 'guard' && tree !== 'large') fail(`--tree must be guard or large, not '${tree}'`);
 const durations: Readonly<Record<string, number>> = tree === 'guard' ? { flee: FLEE_TICKS, moveToWaypoint: MOVE_TICKS } : LARGE_TREE_DURATIONS;
@@ -95,6 +108,13 @@ class Game {
 
 interface Result {
   readonly workers: number;
+  /** Agents watched in the watched blocks (0: no watch A/B). */
+  readonly watched: number;
+  /** Frames handed to onFrames during the timed ticks. */
+  readonly frames: number;
+  /** Watch A/B: median process CPU per tick (ms) of the unwatched and the watched blocks. */
+  readonly cpuUnwatched: number;
+  readonly cpuWatched: number;
   readonly agentTicksPerSec: number;
   readonly p50: number;
   readonly p99: number;
@@ -108,9 +128,15 @@ interface Result {
   readonly errors: number;
 }
 
-async function run(workers: number): Promise<Result> {
+async function run(workers: number, watched: number): Promise<Result> {
   const pool: AgentPool = await createAgentPool({ trees: benchTrees(), workers });
   await pool.ready();
+  let frames = 0;
+  let counting = false;
+  // What an inspector stream does first with each frame: take it (B's stream serializes only what it pushes).
+  pool.onFrames = (_session, list) => {
+    if (counting) frames += list.length;
+  };
   const world = new World(agents, DEFAULT_SEED);
   const games: Game[] = [];
   for (let s = 0; s < sessions; s++) {
@@ -120,6 +146,14 @@ async function run(workers: number): Promise<Result> {
     if (out.errors.length > 0) throw new Error(`spawn: ${out.errors[0]!.message}`);
     games.push(game);
   }
+  const setWatch = async (on: boolean): Promise<void> => {
+    for (let i = 0; i < watched; i++) {
+      if (!on) await pool.unwatch(games[0]!.name, i);
+      else if (!(await pool.watch(games[0]!.name, i, WATCH_TICKS))) throw new Error(`watch: agent ${i} unknown`);
+    }
+  };
+  let watching = false;
+  const cpuByState: [number[], number[]] = [[], []];
   const times: number[] = [];
   let timed = 0;
   let eluStart = performance.eventLoopUtilization();
@@ -127,11 +161,17 @@ async function run(workers: number): Promise<Result> {
   for (let n = 0; n < warmup + ticks; n++) {
     if (n === warmup) {
       pool.workerStats(); // starts the workers' ELU window
+      counting = true;
       eluStart = performance.eventLoopUtilization();
       cpuStart = process.cpuUsage();
     }
+    if (watched > 0 && n >= warmup - WATCH_BLOCK) {
+      const on = Math.floor((n - warmup) / WATCH_BLOCK) % 2 === 0;
+      if (on !== watching) await setWatch((watching = on));
+    }
     world.perturb();
     for (const g of games) g.write(world);
+    const tickCpu = process.cpuUsage();
     const started = performance.now();
     const decisions = await Promise.all(
       games.map((g) => {
@@ -141,6 +181,8 @@ async function run(workers: number): Promise<Result> {
       }),
     );
     const spent = performance.now() - started;
+    const used = process.cpuUsage(tickCpu);
+    if (n >= warmup) cpuByState[watching ? 1 : 0].push((used.user + used.system) / 1000);
     decisions.forEach((d, s) => games[s]!.record(n, d));
     if (n >= warmup) {
       times.push(spent);
@@ -154,6 +196,10 @@ async function run(workers: number): Promise<Result> {
   times.sort((a, b) => a - b);
   return {
     workers,
+    watched,
+    frames,
+    cpuUnwatched: median(cpuByState[0]),
+    cpuWatched: median(cpuByState[1]),
     agentTicksPerSec: (sessions * agents * ticks) / (timed / 1000),
     p50: times[Math.floor(times.length * 0.5)]!,
     p99: times[Math.min(times.length - 1, Math.floor(times.length * 0.99))]!,
@@ -165,6 +211,10 @@ async function run(workers: number): Promise<Result> {
     done: games.reduce((a, g) => a + g.done, 0),
     errors: games.reduce((a, g) => a + g.errors, 0),
   };
+}
+
+function median(xs: readonly number[]): number {
+  return xs.length === 0 ? 0 : xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 }
 
 /** bench/trees, found from the sources or from dist/. */
@@ -182,12 +232,16 @@ const machine = machineInfo();
 console.log(`Canopy agent pool benchmark: ${sessions} session(s) × ${agents} agents, tree '${tree}', ${warmup} warm-up + ${ticks} timed ticks, best of ${rounds} round(s)`);
 console.log(formatMachine(machine));
 const best = new Map<number, Result>();
+/** Every round's watch A/B (unwatched, watched CPU ms per tick), per worker count. */
+const pairs = new Map<number, Array<[number, number]>>(workerCounts.map((w) => [w, []]));
 for (let round = 1; round <= rounds; round++) {
   for (const w of workerCounts) {
-    const r = await run(w);
+    const r = await run(w, watch);
     const prev = best.get(w);
     if (prev === undefined || r.agentTicksPerSec > prev.agentTicksPerSec) best.set(w, r);
-    console.error(`  round ${round}/${rounds} workers ${w}: ${(r.agentTicksPerSec / 1e6).toFixed(3)} M agent-ticks/s, p50 ${r.p50.toFixed(2)} ms`);
+    if (watch > 0) pairs.get(w)!.push([r.cpuUnwatched, r.cpuWatched]);
+    const ab = watch > 0 ? `, CPU/tick median ${r.cpuUnwatched.toFixed(2)} unwatched / ${r.cpuWatched.toFixed(2)} ms with ${watch} watched` : '';
+    console.error(`  round ${round}/${rounds} workers ${w}: ${(r.agentTicksPerSec / 1e6).toFixed(3)} M agent-ticks/s, p50 ${r.p50.toFixed(2)} ms${ab}`);
   }
 }
 const results = workerCounts.map((w) => best.get(w)!);
@@ -214,6 +268,19 @@ const same = results.every((r) => r.actions === reference.actions && r.cancels =
 console.log();
 console.log(same ? 'decisions: every worker count issued the same actions, cancels and done' : 'WARNING: worker counts disagree on decisions (or agents errored)');
 if (!same) process.exitCode = 1;
+if (watch > 0) {
+  console.log();
+  for (const w of workerCounts) {
+    const list = pairs.get(w)!;
+    const ratios = list.map(([a, b]) => b / a).toSorted((x, y) => x - y);
+    const r = best.get(w)!;
+    console.log(
+      `watch A/B, ${w} worker${w === 1 ? '' : 's'}: ${watch} of ${sessions * agents} agents watched in alternate blocks of ${WATCH_BLOCK} ticks — ` +
+        `median CPU/tick per round ${list.map(([a, b]) => `${a.toFixed(2)}→${b.toFixed(2)}`).join(', ')} ms; ` +
+        `capacity cost ${(100 * (ratios[Math.floor(ratios.length / 2)]! - 1)).toFixed(1)} % (median round); ${r.frames} frames delivered`,
+    );
+  }
+}
 console.log('ms/tick: one round (every session ticked once), observe → merged Decisions. ELU: busy fraction of the event loop over the timed ticks. CPU: the whole process (every thread), untimed world updates included.');
 if (values.json) {
   console.log(JSON.stringify({ node: machine.node, sessions, agents, ticks, tree, results }));

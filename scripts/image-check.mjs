@@ -133,6 +133,15 @@ if (!healthy) {
   child.kill('SIGKILL');
   throw new Error('the service never became healthy');
 }
+// The inspector ships in the image: its page and its built script are served.
+const inspector = await fetch(`http://127.0.0.1:${port}/inspector`);
+const html = await inspector.text();
+const script = /src="(\/inspector\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+if (inspector.status !== 200 || script === undefined || (await fetch(`http://127.0.0.1:${port}${script}`)).status !== 200) {
+  child.kill('SIGKILL');
+  throw new Error(`the inspector is not served (GET /inspector: ${inspector.status}; script ${script ?? 'missing'})`);
+}
+log(`inspector served (${script})`);
 log('healthy; sending SIGTERM');
 child.kill('SIGTERM');
 const { code, signal } = await Promise.race([exited, new Promise((res) => setTimeout(() => res({ code: 'timeout' }), 20_000))]);

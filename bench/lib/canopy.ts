@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Agent, formatErrors, TreeLibrary, type CompiledTree, type DecisionSink } from '../../src/bt/index.js';
+import { Agent, formatErrors, PluginError, Status, TreeLibrary, type CompiledTree, type DecisionSink } from '../../src/bt/index.js';
 import { FLEE_TICKS, MOVE_TICKS, TICK_SECONDS, type DecisionCounts, type Implementation, type ImplementationName, type Population } from './population.js';
 import type { World } from './world.js';
 
@@ -107,9 +107,27 @@ export class BenchGame implements DecisionSink {
   }
 }
 
+/** An agent's tick as it was before the inspector's trace existed (the A of the trace A/B): no `trace` check. */
+export function untracedTick(a: Agent, time: number, dt: number, out: DecisionSink): void {
+  if (a.stopped) return;
+  a.time = time;
+  a.dt = dt;
+  a.out = out;
+  try {
+    const s = a.tree.root(a);
+    if (s !== Status.RUNNING) out.finished(a, s === Status.SUCCESS ? 'success' : 'failure');
+  } catch (err) {
+    if (err instanceof PluginError) a.stop(out, 'E_PLUGIN', err.message);
+    else a.stop(out, 'E_INTERNAL', `agent stopped: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  a.out = NULL_SINK;
+}
+
+const NULL_SINK: DecisionSink = { action() {}, cancel() {}, finished() {}, error() {}, log() {} };
+
 class CanopyPopulation implements Population {
-  private readonly agents: Agent[];
-  private readonly game: BenchGame;
+  protected readonly agents: Agent[];
+  protected readonly game: BenchGame;
 
   constructor(tree: CompiledTree, world: World, durations: Readonly<Record<string, number>>) {
     this.game = new BenchGame(durations);
@@ -133,13 +151,40 @@ class CanopyPopulation implements Population {
   }
 }
 
-function canopyImplementation(name: ImplementationName, treeName: string, durations: Readonly<Record<string, number>>, description: string): Implementation {
+/** The same population ticked through the pre-trace tick (untracedTick). */
+class UntracedPopulation extends CanopyPopulation {
+  override tick(tick: number): void {
+    const { agents, game } = this;
+    game.now = tick;
+    game.deliver(agents);
+    const time = tick * TICK_SECONDS;
+    for (let i = 0; i < agents.length; i++) untracedTick(agents[i]!, time, TICK_SECONDS, game);
+  }
+}
+
+function canopyImplementation(
+  name: ImplementationName,
+  treeName: string,
+  durations: Readonly<Record<string, number>>,
+  description: string,
+  untraced = false,
+): Implementation {
   const tree = benchTree(treeName);
   return {
     name,
     description: `${description} (${tree.nodeCount} nodes, ${tree.slotCount} slots)`,
-    spawn: (world) => new CanopyPopulation(tree, world, durations),
+    spawn: (world) => (untraced ? new UntracedPopulation(tree, world, durations) : new CanopyPopulation(tree, world, durations)),
   };
+}
+
+/** The guard tree ticked without the inspector's trace check in Agent.tick (A/B baseline). */
+export function canopyGuardUntraced(): Implementation {
+  return canopyImplementation('canopy-untraced', 'guard', { flee: FLEE_TICKS, moveToWaypoint: MOVE_TICKS }, 'Canopy, guard tree, pre-trace tick (A of the trace A/B)', true);
+}
+
+/** The large tree ticked without the inspector's trace check (A/B baseline). */
+export function canopyLargeUntraced(): Implementation {
+  return canopyImplementation('canopy-large-untraced', 'large', LARGE_TREE_DURATIONS, 'Canopy, large tree, pre-trace tick (A of the trace A/B)', true);
 }
 
 /** The guard tree (bench/trees/guard.json). */

@@ -3,7 +3,7 @@
 
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { canopyGuard, canopyLarge } from './canopy.js';
+import { canopyGuard, canopyGuardUntraced, canopyLarge, canopyLargeUntraced } from './canopy.js';
 import { behaviortreeGuard } from './behaviortree.js';
 import { ceilingGuard, ceilingObjectsGuard } from './ceiling.js';
 import { mistreevousGuard } from './mistreevous.js';
@@ -18,10 +18,12 @@ export const IMPLEMENTATIONS: Readonly<Record<ImplementationName, () => Implemen
   ceiling: ceilingGuard,
   'ceiling-objects': ceilingObjectsGuard,
   'canopy-large': canopyLarge,
+  'canopy-untraced': canopyGuardUntraced,
+  'canopy-large-untraced': canopyLargeUntraced,
 };
 
 /** The implementations of the guard tree, which must issue the same actions. */
-export const GUARD_IMPLEMENTATIONS: readonly ImplementationName[] = ['canopy', 'mistreevous', 'behaviortree', 'ceiling', 'ceiling-objects'];
+export const GUARD_IMPLEMENTATIONS: readonly ImplementationName[] = ['canopy', 'canopy-untraced', 'mistreevous', 'behaviortree', 'ceiling', 'ceiling-objects'];
 
 export interface RunOptions {
   readonly agents: number;

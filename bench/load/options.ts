@@ -36,6 +36,8 @@ export interface LoadOptions {
   readonly nodeArgs: readonly string[];
   /** Write the child service's CPU profiles here (node --cpu-prof). */
   readonly cpuProf: string | undefined;
+  /** Agents watched by inspector pages during the run (one run per value, compared: the cost of watching). */
+  readonly watch: readonly number[];
   /** Record every session (CANOPY_RECORD=all): off, on, or both (each run twice, off then on, compared). */
   readonly record: 'off' | 'on' | 'both';
 }
@@ -68,6 +70,8 @@ Simulates game servers driving Canopy and reports what the service sustained.
   --node-args="FLAGS"      extra node flags for the started service
   --cpu-prof DIR           profile the started service (node --cpu-prof) into DIR
   --seed N                 world seed                                   (default 1)
+  --watch N[,N...]         agents watched by inspector pages (/v1/inspector/ws) during the run; several
+                           values: one run each, compared (e.g. 0,10: the capacity cost of watching) (default 0)
   --record off|on|both     record every session (CANOPY_RECORD=all) in a temp folder; both: each run
                            without then with recording, compared (CPU, latency, bytes per agent-tick)`;
 
@@ -106,6 +110,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         'service-node': { type: 'string' },
         'node-args': { type: 'string' },
         'cpu-prof': { type: 'string' },
+        watch: { type: 'string', default: '0' },
         record: { type: 'string', default: 'off' },
         help: { type: 'boolean', short: 'h', default: false },
       },
@@ -127,6 +132,8 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
   }
   if (url !== undefined && v.record !== 'off') throw new OptionsError('--record applies to a service the generator starts (not with --url)');
   const workers = (v.workers ?? '2').split(',').map((w) => integer('--workers', w.trim(), 0, 64));
+  const watch = v.watch.split(',').map((w) => integer('--watch', w.trim(), 0, 1000));
+  if (v['find-capacity'] && watch.length > 1) throw new OptionsError('--watch: one value with --find-capacity (run the search once per value)');
   const minAgents = integer('--min-agents', v['min-agents'], 1, MAX_AGENTS);
   const maxAgents = integer('--max-agents', v['max-agents'], minAgents, MAX_AGENTS);
   return {
@@ -154,6 +161,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     serviceNode: v['service-node'],
     nodeArgs: v['node-args'] === undefined ? [] : v['node-args'].split(/\s+/).filter((a) => a !== ''),
     cpuProf: v['cpu-prof'],
+    watch,
     record: v.record === 'off' || v.record === 'on' || v.record === 'both' ? v.record : bad('--record', 'off, on or both', v.record),
   };
 }

@@ -2,6 +2,7 @@
 // on their schedules through a warm-up and a measured window; the run ends with the figures of the
 // window, from the generator's own histograms and counters, the service's /metrics and its process.
 
+import { InspectorPages, watchPlan } from './inspect.js';
 import { machineInfo } from '../lib/machine.js';
 import type { Mode } from '../../src/client/index.js';
 import { referenceWorkMs } from './calibrate.js';
@@ -34,6 +35,8 @@ export interface RunSpec {
   readonly progressMs: number;
   /** Stop early once the run cannot pass (missed ticks, a backlog): for capacity probes. */
   readonly failFast: boolean;
+  /** Agents watched by inspector pages (bench/load/inspect.ts) from the warm-up on; 0 or absent: none. */
+  readonly watch?: number;
 }
 
 /** Percentiles in ms (`max` of a Prometheus histogram is the upper bound of its highest non-empty bucket). */
@@ -123,6 +126,9 @@ export interface RunResult {
   readonly failures: string[];
   /** Set when the run stopped early (failFast, a lost session). */
   readonly stoppedEarly: string | null;
+  /** Agents watched by inspector pages, and what the pages received (`--watch`). */
+  readonly watched?: number;
+  readonly inspector?: { readonly messages: number; readonly bytes: number };
 }
 
 /** Hooks for the caller: progress lines. */
@@ -157,6 +163,7 @@ export async function runLoad(spec: RunSpec, target: Target, hooks: RunHooks = {
   );
   const metricsUrl = `${target.httpUrl}/metrics`;
   const headers: Record<string, string> = spec.apiKey === undefined ? {} : { authorization: `Bearer ${spec.apiKey}` };
+  let pages: InspectorPages | null = null;
   try {
     // Fixed-mode sessions tick on the service's clock from the moment they connect: connecting the game
     // servers spread over one period (as real ones would be) keeps their ticks from all landing at once.
@@ -169,6 +176,9 @@ export async function runLoad(spec: RunSpec, target: Target, hooks: RunHooks = {
       SPAWN_TIMEOUT_MS,
       'opening the sessions and spawning the agents',
     );
+    if ((spec.watch ?? 0) > 0) {
+      pages = await InspectorPages.open(target.httpUrl, spec.apiKey, watchPlan(games.map((g) => g.client.session), sizes, spec.watch!));
+    }
 
     const origin = performance.now() + 50;
     const windowFrom = origin + spec.warmup * 1000;
@@ -255,8 +265,9 @@ export async function runLoad(spec: RunSpec, target: Target, hooks: RunHooks = {
     const result = summarize(spec, target, games, schedules, start, end, windowFrom, windowEnd, peakRss, stoppedEarly, reference);
     const diagnosis = target.diagnose();
     if (diagnosis !== undefined && !result.ok) result.failures.push(diagnosis);
-    return result;
+    return pages === null ? result : { ...result, watched: spec.watch ?? 0, inspector: { messages: pages.messages, bytes: pages.bytes } };
   } finally {
+    pages?.close();
     await Promise.all(games.map((g) => g.close()));
   }
 }

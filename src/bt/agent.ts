@@ -6,6 +6,7 @@ import type { CompiledTree } from './program.js';
 import type { DecisionSink } from './decisions.js';
 import { Status, STATUS_NAMES, type StatusName } from './status.js';
 import { mulberry32Next, mulberry32Value, seedFor } from './rng.js';
+import { Tracer } from './trace.js';
 
 export type AgentId = number | string;
 
@@ -94,6 +95,8 @@ export class Agent implements ExprContext {
   stopped = false;
   /** Where the current tick's decisions go; valid only during tick(). */
   out: DecisionSink = NULL_SINK;
+  /** The recorder while the agent is watched (see `watch`); null otherwise: then ticks record nothing. */
+  trace: Tracer | null = null;
   private rngState: number;
 
   constructor(tree: CompiledTree, id: AgentId, options: AgentOptions = {}) {
@@ -124,15 +127,35 @@ export class Agent implements ExprContext {
     if (this.stopped) return;
     this.time = time;
     this.dt = dt;
+    // A watched agent ticks through the traced program and its decisions through the recorder; the
+    // unwatched hot path pays one null check.
+    const trace = this.trace;
+    if (trace !== null) out = trace.begin(this, out);
     this.out = out;
     try {
-      const s = this.tree.root(this);
+      const s = trace === null ? this.tree.root(this) : trace.program.root(this);
       if (s !== Status.RUNNING) out.finished(this, s === Status.SUCCESS ? 'success' : 'failure');
     } catch (err) {
       if (err instanceof PluginError) this.stop(out, 'E_PLUGIN', err.message);
       else this.stop(out, 'E_INTERNAL', `agent stopped: ${err instanceof Error ? err.message : String(err)}`);
     }
     this.out = NULL_SINK;
+    if (trace !== null) trace.end(this);
+  }
+
+  /**
+   * Starts recording a frame per tick in a ring buffer of `ticks` frames (watching again resizes it and
+   * keeps the frames). Only this agent pays: it ticks through its tree's traced variant from now on.
+   */
+  watch(ticks: number): Tracer {
+    if (this.trace === null) this.trace = new Tracer(this, ticks);
+    else this.trace.resize(ticks);
+    return this.trace;
+  }
+
+  /** Stops recording and drops the frames. */
+  unwatch(): void {
+    this.trace = null;
   }
 
   /**
@@ -147,6 +170,7 @@ export class Agent implements ExprContext {
         // The first result for a seq counts; a duplicate is ignored like any stale result.
         if (this.slots[t.actionResultSlots[k]!] !== 0) return false;
         this.slots[t.actionResultSlots[k]!] = success ? Status.SUCCESS : Status.FAILURE;
+        if (this.trace !== null) this.trace.result(seq, success);
         return true;
       }
     }

@@ -4,7 +4,10 @@
 export { Agent, PluginError, type AgentId, type AgentOptions, type AgentState, type AgentInspection } from './agent.js';
 export { DecisionBuffer, type DecisionSink } from './decisions.js';
 export { NodeCatalog, type ServiceKind, type ServiceBuilder } from './catalog.js';
-export { compileTree, walkDefinition, type CompiledTree, type NodeInfo, type TreeSource } from './program.js';
+export { compileTree, walkDefinition, type CompiledTree, type NodeInfo, type TreeSource, type TracedProgram } from './program.js';
+export { Tracer, MAX_WATCH_TICKS } from './trace.js';
+export { explainExpression } from './expr/explain.js';
+export type { AgentFrame, NodeFrame, TraceEvent, WhyReport, WhyCheck, WhyTerm, WatchedFrame } from './frames.js';
 export { ObservedCollector, type ObservedFields, type ObservedRoot } from './expr/reads.js';
 export type { TreeDefinition, ServiceDefinition, AbortMode } from './definition.js';
 export { defineNode, type NodeKind, type NodeBuilder, type NodeBehavior, type ParamSpec, type ParamType, type NodeDefinition } from './node.js';

@@ -66,6 +66,11 @@ export interface NodeBehavior {
    * one function (no call per node). Must do exactly what `tick` does; see {@link NodeEmitter}.
    */
   readonly emit?: EmitFn;
+  /**
+   * Optional, for the inspector: what the node's slots hold where it explains behaviour, e.g. repeat's
+   * `{ count, limit }` or cooldown's `{ left }` (seconds). Called after a watched agent's tick only.
+   */
+  readonly state?: (agent: Agent) => Record<string, number> | null;
 }
 
 /**

@@ -4,11 +4,12 @@
 import { createHash } from 'node:crypto';
 import type { Agent } from './agent.js';
 import type { NodeCatalog, ServiceBuilder } from './catalog.js';
-import type { AbortMode, ServiceDefinition, TreeDefinition } from './definition.js';
+import { COMMON_FIELDS, type AbortMode, type ServiceDefinition, type TreeDefinition } from './definition.js';
 import { compileExpression, truthy, type CompiledExpr } from './expr/index.js';
 import { ObservedCollector, type ObservedFields } from './expr/reads.js';
 import type { NodeBehavior, NodeBuilder, NodeDefinition } from './node.js';
 import { Status, TIME_EPSILON, type TickStatus } from './status.js';
+import { TRACE_HOOKS, type CheckKind, type TraceHooks } from './trace-program.js';
 
 /** Static facts about one node, for introspection and error messages. */
 export interface NodeInfo {
@@ -22,6 +23,12 @@ export interface NodeInfo {
   readonly children: readonly number[];
   /** For action leaves: the action name. */
   readonly action?: string;
+  /** The node's guard (`if`) and abort mode, when it has one. */
+  readonly guard?: { readonly if: string; readonly abort: AbortMode };
+  /** The node's own parameters as written (e.g. `{ times: 3 }`, `{ expr: "self.hp < 30" }`); absent when none. */
+  readonly params?: Readonly<Record<string, unknown>>;
+  /** The node's services as written (`every`, `values` or `service` and its parameters). */
+  readonly services?: readonly ServiceDefinition[];
 }
 
 /** An immutable compiled tree: shared by every agent on it, never mutated after compileTree returns. */
@@ -46,6 +53,21 @@ export interface CompiledTree {
   halt(agent: Agent, node: number): void;
   /** A fresh blackboard with the declared initial values. */
   newBlackboard(): Record<string, unknown>;
+  /**
+   * The traced variant of this tree for watched agents (trace.ts): one call per node with recording
+   * hooks, same slot layout, same decisions. Compiled on the first call, then cached.
+   */
+  traced(): TracedProgram;
+}
+
+/** The call-per-node program a watched agent ticks through, and what the recorder reads after a tick. */
+export interface TracedProgram {
+  readonly root: (agent: Agent) => TickStatus;
+  readonly halt: (agent: Agent, node: number) => void;
+  /** Per node: its kind's state reader (NodeBehavior.state), or null. */
+  readonly states: ReadonlyArray<((agent: Agent) => Record<string, number> | null) | null>;
+  /** Per node: the slots holding each service's next due time, or null. */
+  readonly serviceSlots: ReadonlyArray<readonly number[] | null>;
 }
 
 /** Looks up tree definitions by name (for subtrees). */
@@ -66,10 +88,13 @@ export interface CompileOptions {
    * one call per node. Default true; false keeps a call per node (the reference the tests compare with).
    */
   readonly inline?: boolean;
+  /** Build the traced variant (CompiledTree.traced): call per node, with the recording hooks of `hooks`. */
+  readonly trace?: TraceHooks;
 }
 
 /** Compiles tree `name` (already validated). Throws only on definitions that validation would reject. */
 export function compileTree(name: string, source: TreeSource, catalog: NodeCatalog, options: CompileOptions = {}): CompiledTree {
+  const hooks = options.trace ?? null;
   const main = source(name);
   if (main === undefined) throw new Error(`unknown tree '${name}'`);
 
@@ -103,6 +128,7 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
       parent,
       children: [] as number[],
       ...(def.type === 'action' && typeof def['action'] === 'string' ? { action: def['action'] } : {}),
+      ...describeNode(def),
     };
     pending.push({ def, info, file });
     const kind = catalog.get(def.type);
@@ -125,6 +151,7 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
   assign(main.root, 'root', name, -1);
 
   const nodeCount = pending.length;
+  let traced: TracedProgram | null = null;
   let slotCount = 0;
   const ticks: TickFn[] = [];
   const behaviors: NodeBehavior[] = [];
@@ -138,22 +165,24 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
 
   // Every expression the tree compiles passes here, so the observation fields it reads are all seen.
   const observed = new ObservedCollector();
-  const expr = (text: string, where: string): CompiledExpr => {
+  /** Compiles an expression; in the traced build, `check` makes its evaluations part of the why. */
+  const expr = (text: string, where: string, check?: { node: number; kind: CheckKind }): CompiledExpr => {
     observed.add(text);
     const r = compileExpression(text, scope);
     if (!r.ok) throw new Error(`${where}: ${r.errors.map((e) => e.message).join('; ')}`);
-    return r.fn;
+    return hooks !== null && check !== undefined ? hooks.expression(r.fn, check.node, check.kind, text) : r.fn;
   };
 
-  function halt(agent: Agent, node: number): void {
+  function plainHalt(agent: Agent, node: number): void {
     const st = agent.status;
     if (st[node] !== Status.RUNNING) return;
     const children = childLists[node]!;
-    for (let k = 0; k < children.length; k++) halt(agent, children[k]!);
+    for (let k = 0; k < children.length; k++) plainHalt(agent, children[k]!);
     const h = onHalt[node];
     if (h !== undefined) h(agent);
     st[node] = Status.HALTED;
   }
+  const halt = hooks === null ? plainHalt : hooks.halt(childLists, onHalt);
 
   const tree: CompiledTree = {
     name,
@@ -169,13 +198,25 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
     root: () => Status.FAILURE,
     halt,
     newBlackboard: makeBlackboardFactory(initial),
+    traced: () => {
+      // Built on the first watch of an agent on this tree: unwatched trees never pay for it.
+      if (traced === null) {
+        if (hooks !== null) throw new Error('internal: traced program requested before it was built');
+        traced = compileTree(name, source, catalog, { trace: TRACE_HOOKS }).traced();
+      }
+      return traced;
+    },
   };
 
   // Guards first: a parent's lowerAbort() reads its children's guards.
   for (let i = 0; i < nodeCount; i++) {
     const { def, info, file } = pending[i]!;
     if (typeof def['if'] === 'string') {
-      guards[i] = { guard: expr(def['if'], `${file}:${info.path}.if`), slot: slotCount++, abort: (def['abort'] as AbortMode | undefined) ?? 'none' };
+      guards[i] = {
+        guard: expr(def['if'], `${file}:${info.path}.if`, { node: i, kind: 'guard' }),
+        slot: slotCount++,
+        abort: (def['abort'] as AbortMode | undefined) ?? 'none',
+      };
     }
   }
 
@@ -198,7 +239,7 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
         return first;
       },
       param,
-      expression: (n) => (typeof def[n] === 'string' ? expr(def[n], `${where}.${n}`) : null),
+      expression: (n) => (typeof def[n] === 'string' ? expr(def[n], `${where}.${n}`, def.type === 'log' ? undefined : { node: i, kind: 'condition' }) : null),
       writes: (n) =>
         Object.entries((def[n] as Record<string, unknown> | undefined) ?? {}).map(
           ([k, src]) => [k, typeof src === 'string' ? expr(src, `${where}.${n}.${k}`) : literalValue(src)] as const,
@@ -211,18 +252,31 @@ export function compileTree(name: string, source: TreeSource, catalog: NodeCatal
         actionResultSlots.push(resultSlot);
       },
       lowerAbort(k) {
-        const g = guards[info.children[k]!];
-        return g !== null && g !== undefined && (g.abort === 'lower' || g.abort === 'both') ? { guard: g.guard, slot: g.slot } : null;
+        const child = info.children[k]!;
+        const g = guards[child];
+        if (g === null || g === undefined || !(g.abort === 'lower' || g.abort === 'both')) return null;
+        return { guard: hooks === null ? g.guard : hooks.lowerGuard(g.guard, child, g.slot, g.abort), slot: g.slot };
       },
     };
     const behavior: NodeBehavior = kind.build(builder);
     if (behavior.onHalt !== undefined) onHalt[i] = behavior.onHalt;
-    const services = compileServices(def, where, catalog, expr, builder);
-    ticks[i] = wrapNode(i, behavior.tick, guards[i] ?? null, services, halt);
+    const services = compileServices(def, where, catalog, (src, at) => expr(src, at, { node: i, kind: 'service' }), builder);
+    ticks[i] =
+      hooks === null
+        ? wrapNode(i, behavior.tick, guards[i] ?? null, services, halt)
+        : hooks.wrap(i, behavior.tick, guards[i] ?? null, services, halt, runServices);
     behaviors[i] = behavior;
     wrapping[i] = { guard: guards[i] ?? null, services };
   }
-  const root = (options.inline ?? true) ? (inlineRoot(behaviors, wrapping, childLists, halt) ?? ticks[0]!) : ticks[0]!;
+  const root = (options.inline ?? true) && hooks === null ? (inlineRoot(behaviors, wrapping, childLists, halt) ?? ticks[0]!) : ticks[0]!;
+  if (hooks !== null) {
+    traced = {
+      root,
+      halt,
+      states: behaviors.map((b) => b.state ?? null),
+      serviceSlots: wrapping.map((w) => (w.services === null ? null : w.services.map((sv) => sv.slot))),
+    };
+  }
 
   const hash = createHash('sha256');
   for (const t of seenTrees) hash.update(`${t}\n${JSON.stringify(source(t))}\n`);
@@ -306,7 +360,8 @@ function inlineRoot(
   }
 }
 
-interface CompiledService {
+/** A compiled service entry of a node: its period, the slot holding its next due time, and its run. */
+export interface CompiledService {
   readonly every: number;
   readonly slot: number;
   readonly run: (agent: Agent) => void;
@@ -451,6 +506,23 @@ function makeBlackboardFactory(initial: Record<string, unknown>): () => Record<s
     for (const k of objectKeys) bb[k] = structuredClone(initial[k]);
     return bb;
   };
+}
+
+/** The inspector's view of a node definition: guard, own parameters, services (frozen copies). */
+function describeNode(def: NodeDefinition): Pick<NodeInfo, 'guard' | 'params' | 'services'> {
+  const out: { guard?: NodeInfo['guard']; params?: NodeInfo['params']; services?: NodeInfo['services'] } = {};
+  if (typeof def['if'] === 'string') out.guard = Object.freeze({ if: def['if'], abort: (def['abort'] as AbortMode | undefined) ?? 'none' });
+  const params: Record<string, unknown> = {};
+  let any = false;
+  for (const key of Object.keys(def)) {
+    if ((COMMON_FIELDS as readonly string[]).includes(key)) continue;
+    params[key] = def[key];
+    any = true;
+  }
+  if (any) out.params = deepFreeze(structuredClone(params));
+  const services = def['services'];
+  if (Array.isArray(services) && services.length > 0) out.services = deepFreeze(structuredClone(services as ServiceDefinition[]));
+  return out;
 }
 
 /** Visits every node of a definition (children, child), not following subtrees. */

@@ -17,6 +17,8 @@ import { SessionRegistry } from './sessions.js';
 import { sessionRoutes } from './sessionsHttp.js';
 import { StartupError, loadLibrary, treeRoutes } from './trees.js';
 import { GoodbyeReason, wsRoutes } from './ws.js';
+import { inspectorAssets, inspectorPage } from '../inspector/static.js';
+import { inspectorStream } from '../inspector/stream.js';
 
 /** A running (or ready to run) service. */
 export interface CanopyServer {
@@ -123,12 +125,15 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   setUpBodies(app, config.maxFrameBytes);
   await app.register(healthRoutes, { ctx });
   await app.register(metricsRoutes, { metrics });
+  await app.register(inspectorAssets);
   // The API: API keys (when configured) are checked before any route runs, WebSocket upgrades included.
   await app.register(async (api) => {
     if (config.apiKeys.length > 0) api.addHook('onRequest', apiKeyHook(config.apiKeys));
     await api.register(wsRoutes, { ctx });
     await api.register(treeRoutes, { library });
     await api.register(sessionRoutes, { ctx });
+    await api.register(inspectorPage);
+    await api.register(inspectorStream, { ctx, library });
     await api.register(recordingRoutes, { ctx });
   });
   app.setNotFoundHandler((request, reply) =>

@@ -16,6 +16,7 @@ import {
   type SnapshotMessage,
   type SpawnAgent,
 } from '../protocol/index.js';
+import { TickStats } from './tickStats.js';
 import { FixedClock, type ClockTick } from './clock.js';
 import type { Metrics } from './metrics.js';
 import type { AgentPool, Decisions, EntryError as PoolEntryError, SpawnEntry } from './pool/index.js';
@@ -97,6 +98,8 @@ export class Session {
   readonly fields: readonly string[] | null;
   readonly transport: 'ws' | 'http';
   readonly createdAt = new Date();
+  /** Totals the inspector samples for its charts. */
+  readonly stats = new TickStats();
   /** Token to take the session over from a new connection; replaced at each takeover. */
   resumeToken: string = newToken();
   /** The latest snapshot tick applied (undefined before the first). */
@@ -281,6 +284,7 @@ export class Session {
   private async fixedTick(t: ClockTick): Promise<void> {
     const metrics = this.host.metrics;
     if (t.missed > 0) metrics.missedTicks.inc(t.missed);
+    this.stats.scheduled(t.lateMs, t.missed);
     metrics.tickLateness.observe(t.lateMs / 1000);
     let d: DecisionsFields;
     try {
@@ -329,6 +333,7 @@ export class Session {
       metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
     }
     this.lastTick = tick;
+    this.stats.ticked(d, performance.now() - started);
     metrics.ticks.inc({ mode: this.mode });
     if (d.actions.length > 0) metrics.actions.inc(d.actions.length);
     if (d.cancels.length > 0) metrics.cancels.inc(d.cancels.length);

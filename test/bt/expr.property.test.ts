@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { compile } from '../../src/bt/expr/compiler.js';
 import { compileExpression, type ExprContext, type ExprError } from '../../src/bt/expr/index.js';
 import { parse } from '../../src/bt/expr/parser.js';
+import { explainExpression, print } from '../../src/bt/expr/explain.js';
+import type { WhyTerm } from '../../src/bt/frames.js';
 
 const SCOPE = { blackboardKeys: new Set(['target', 'waypoint', 'list', 'slot', 'nothing']) };
 
@@ -190,6 +192,33 @@ describe('random well-formed expressions', () => {
         const a = plain.fn(context(w));
         const b = r.fn(context(w));
         ensure(same(a, b), `world ${w}: ${String(a)} without folding, ${String(b)} with`);
+      }
+    });
+    expect(failureOf(property, 300)).toBeNull();
+  });
+
+  it('explained (the why) give the compiled value at every level, and their printed text means the same', () => {
+    const property = fc.property(expr, (source) => {
+      const parsed = parse(source);
+      const r = compileExpression(source, SCOPE);
+      if (!parsed.ok || !r.ok || r.usesRandom) return;
+      const printed = print(parsed.ast);
+      const again = compileExpression(printed, SCOPE);
+      ensure(again.ok, `printed '${printed}' does not compile`);
+      for (let w = 0; w < WORLDS.length; w++) {
+        const term = explainExpression(source, context(w));
+        ensure(term !== null, 'no term');
+        ensure(same(term!.value, r.fn(context(w))), `world ${w}: explained ${String(term!.value)}, compiled ${String(r.fn(context(w)))}`);
+        ensure(again.ok && same(again.fn(context(w)), r.fn(context(w))), `world ${w}: printed '${printed}' computes something else`);
+        // Every sub-term is itself an expression whose compiled value is the one shown (unless skipped).
+        const visit = (t: WhyTerm): void => {
+          if (t.skipped !== true) {
+            const sub = compileExpression(t.text, SCOPE);
+            if (sub.ok) ensure(same(sub.fn(context(w)), t.value), `world ${w}: '${t.text}' shows ${String(t.value)}`);
+          }
+          t.children.forEach(visit);
+        };
+        visit(term!);
       }
     });
     expect(failureOf(property, 300)).toBeNull();

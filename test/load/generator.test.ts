@@ -1,6 +1,7 @@
 // The load generator's own logic, without a service: the open-loop schedule, the latency histograms,
 // the capacity bisection, reading /metrics, the command line, and the simulated world.
 
+import { watchPlan } from '../../bench/load/inspect.js';
 import { describe, expect, test } from 'vitest';
 import { findCapacity, roundTo } from '../../bench/load/capacity.js';
 import { LatencyHistogram, mergeHistograms } from '../../bench/load/histogram.js';
@@ -245,6 +246,23 @@ describe('command line', () => {
     expect(isLoopback('localhost')).toBe(true);
     expect(isLoopback('0.0.0.0')).toBe(false);
     expect(isLoopback('10.1.2.3')).toBe(false);
+  });
+
+  test('--watch: one run per value; a single value with --find-capacity', () => {
+    expect(parseOptions([]).watch).toEqual([0]);
+    expect(parseOptions(['--watch', '0,10']).watch).toEqual([0, 10]);
+    expect(() => parseOptions(['--watch', '-1'])).toThrow(/--watch/);
+    expect(() => parseOptions(['--watch', '0,10', '--find-capacity'])).toThrow(/--watch/);
+  });
+
+  test('watched agents are spread over the sessions, never beyond their agents', () => {
+    expect(watchPlan(['a', 'b'], [3, 1], 4)).toEqual([
+      { session: 'a', agent: 0 },
+      { session: 'b', agent: 0 },
+      { session: 'a', agent: 1 },
+      { session: 'a', agent: 2 },
+    ]);
+    expect(watchPlan(['a'], [2], 5)).toHaveLength(2);
   });
 
   test('agents are split evenly over the sessions', () => {

@@ -62,4 +62,20 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
     expect(fixed!.decisionSpacingMs!.p50).toBeGreaterThan(20);
     expect(fixed!.decisionSpacingMs!.p50).toBeLessThan(200);
   }, 120_000);
+
+  test('--watch 0,3: a run without and one with 3 agents watched by inspector pages, compared', async () => {
+    const json = join(dir, 'watch.json');
+    const args = [cli, '--sessions', '2', '--agents', '300', '--hz', '20', '--seconds', '2', '--warmup', '1', '--workers', '1', '--progress', '0', '--watch', '0,3', '--json', json];
+    const out = await run(process.execPath, args, { cwd: root, timeout: 90_000 }).catch((err: { code?: number; stdout: string; stderr: string }) => {
+      if (err.code === 1) return err;
+      throw err;
+    });
+    expect(out.stdout).toMatch(/watch cost, lockstep, 1 workers: 3 watched vs 0/);
+    const report = JSON.parse(readFileSync(json, 'utf8')) as { runs: RunResult[]; watchCosts: Array<{ watched: number; inspectorMessages: number; cpuPerAgentTickRatio: number }> };
+    expect(report.runs.map((r) => r.watched ?? 0)).toEqual([0, 3]);
+    expect(report.watchCosts).toHaveLength(1);
+    // The pages received pushes (frames coalesced to ≤ 10 a second per page): watching really happened.
+    expect(report.watchCosts[0]!.inspectorMessages).toBeGreaterThan(3);
+    expect(report.watchCosts[0]!.cpuPerAgentTickRatio).toBeGreaterThan(0);
+  }, 120_000);
 });

@@ -28,6 +28,7 @@ export const cooldown = defineNode({
         `if (${fresh} && a.slots[${slot}] === 1 && a.time + ${TIME_EPSILON} < a.slots[${slot + 1}]) { ${t} = ${Status.FAILURE}; break ${e.label}; }\n` +
         e.child(0, t) +
         `if (${t} !== ${Status.RUNNING}) { a.slots[${slot}] = 1; a.slots[${slot + 1}] = a.time + ${e.bind(seconds)}; }\n`,
+      state: (a) => ({ left: a.slots[slot] === 1 ? Math.max(0, a.slots[slot + 1]! - a.time) : 0 }),
     };
   },
 });

@@ -22,6 +22,7 @@ export const delay = defineNode({
         `if (${fresh}) a.slots[${start}] = a.time;\n` +
         `if (a.time + ${TIME_EPSILON} < a.slots[${start}] + ${e.bind(seconds)}) { ${t} = ${Status.RUNNING}; break ${e.label}; }\n` +
         e.child(0, t),
+      state: (a) => (a.status[b.index] === Status.RUNNING ? { left: Math.max(0, a.slots[start]! + seconds - a.time) } : null),
     };
   },
 });

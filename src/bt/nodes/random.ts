@@ -1,6 +1,7 @@
 // `random`: on entry draws one child with the agent's seeded generator (optionally weighted) and returns what it returns.
 
 import { defineNode } from '../node.js';
+import { Status } from '../status.js';
 
 export const random = defineNode({
   type: 'random',
@@ -46,6 +47,7 @@ export const random = defineNode({
         for (let k = 0; k < n; k++) src += `case ${k}: {\n${e.child(k, t)}break;\n}\n`;
         return `${src}}\n`;
       },
+      state: (a) => (a.status[b.index] === Status.IDLE ? null : { child: a.slots[chosen]! }),
     };
   },
 });

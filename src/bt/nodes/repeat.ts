@@ -35,6 +35,7 @@ function repeating(type: string, param: string, counted: TickStatus, description
   a.slots[${count}] = done;
   ${t} = ${limit} !== -1 && done >= ${limit} ? ${counted} : ${Status.RUNNING};
 }\n`,
+        state: (a) => ({ count: a.slots[count]!, limit }),
       };
     },
   });

@@ -1,6 +1,7 @@
 // `rotator`: each entry ticks the next child in turn (wrapping); `resetOnAbort` restarts from the first after a halt.
 
 import { defineNode } from '../node.js';
+import { Status } from '../status.js';
 
 export const rotator = defineNode({
   type: 'rotator',
@@ -34,6 +35,7 @@ export const rotator = defineNode({
         for (let k = 0; k < n; k++) src += `case ${k}: {\n${e.child(k, t)}break;\n}\n`;
         return `${src}}\n`;
       },
+      state: (a) => (a.status[b.index] === Status.IDLE ? null : { child: a.slots[slot + 1]! }),
       onHalt: reset
         ? (a) => {
             a.slots[slot] = 0;

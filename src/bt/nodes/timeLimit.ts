@@ -27,6 +27,7 @@ export const timeLimit = defineNode({
         `if (${fresh}) a.slots[${deadline}] = a.time + ${e.bind(seconds)};\n` +
         `else if (a.time + ${TIME_EPSILON} >= a.slots[${deadline}]) { ${e.bind(halt)}(a, ${childNode}); ${t} = ${Status.FAILURE}; break ${e.label}; }\n` +
         e.child(0, t),
+      state: (a) => (a.status[b.index] === Status.RUNNING ? { left: Math.max(0, a.slots[deadline]! - a.time) } : null),
     };
   },
 });

@@ -21,6 +21,7 @@ export const wait = defineNode({
       emit: (e, fresh, t) =>
         `if (${fresh}) a.slots[${end}] = a.time + ${span === 0 ? e.bind(min) : `(${e.bind(min)} + a.random() * ${e.bind(span)})`};\n` +
         `${t} = a.time + ${TIME_EPSILON} >= a.slots[${end}] ? ${Status.SUCCESS} : ${Status.RUNNING};\n`,
+      state: (a) => (a.status[b.index] === Status.RUNNING ? { left: Math.max(0, a.slots[end]! - a.time) } : null),
     };
   },
 });

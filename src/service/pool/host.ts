@@ -4,8 +4,8 @@
 
 import { deserialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
-import { Agent, type CompiledTree, type DecisionSink } from '../../bt/index.js';
-import { Tag, type FromHost, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
+import { Agent, type AgentFrame, type CompiledTree, type DecisionSink } from '../../bt/index.js';
+import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
 
 /** Where a host finds compiled trees by name (a TreeLibrary). */
@@ -20,6 +20,8 @@ class HostSession {
   /** Per slot: the observation object positional rows write into, reused across ticks (one hidden class). */
   readonly observations: Array<Record<string, unknown> | null> = [];
   world: unknown = null;
+  /** Slots of the watched agents (their Tracer hangs on the Agent). */
+  readonly watched = new Set<number>();
   /** Writes one positional row into an observation object (null: the session has no fields). */
   readonly writeRow: RowWriter | null;
 
@@ -101,6 +103,8 @@ export class AgentHost {
         const agent = this.sessions.get(msg.session)?.agents[msg.slot] ?? null;
         return { t: 'inspected', req: msg.req, inspection: agent === null ? null : agent.inspect() };
       }
+      default:
+        return inspectorRequest(this.sessions.get(msg.session), msg);
     }
   }
 
@@ -137,6 +141,8 @@ export class AgentHost {
       const agent = s.agents[slot];
       if (agent === null || agent === undefined) continue;
       agent.halt(DISCARD); // plugin halt hooks release what they hold; no cancels go out
+      agent.unwatch();
+      s.watched.delete(slot);
       s.agents[slot] = null;
       s.observations[slot] = null;
     }
@@ -181,6 +187,7 @@ export class AgentHost {
       if (order.world !== null) s.world = 'bytes' in order.world ? deserialize(order.world.bytes) : order.world.value;
       const { time, dt } = order;
       const world = s.world;
+      if (s.watched.size > 0) for (const slot of s.watched) agents[slot]!.trace!.nextTick = order.tick;
       for (let i = 0; i < agents.length; i++) {
         const a = agents[i];
         if (a === null || a === undefined) continue;
@@ -196,7 +203,38 @@ export class AgentHost {
       decisions: out.columns(),
       rows: order.rows,
       results: order.results,
+      frames: s === undefined || s.watched.size === 0 ? null : newestFrames(s, order.tick),
     };
+  }
+}
+
+/** The frame each watched agent recorded on tick `tick` (a stopped agent records none). */
+function newestFrames(s: HostSession, tick: number): Array<[number, AgentFrame]> | null {
+  const list: Array<[number, AgentFrame]> = [];
+  for (const slot of s.watched) {
+    const frame = s.agents[slot]?.trace?.latest() ?? null;
+    if (frame !== null && frame.tick === tick) list.push([slot, frame]);
+  }
+  return list.length === 0 ? null : list;
+}
+
+/** Watch, unwatch, frames and why for one agent of a session (null/false/[] when it is unknown). */
+function inspectorRequest(s: HostSession | undefined, msg: InspectorOrder): FromHost | null {
+  const agent = s?.agents[msg.slot] ?? null;
+  switch (msg.t) {
+    case 'watch':
+      if (s === undefined || agent === null) return { t: 'watching', req: msg.req, ok: false };
+      agent.watch(msg.ticks);
+      s.watched.add(msg.slot);
+      return { t: 'watching', req: msg.req, ok: true };
+    case 'unwatch':
+      agent?.unwatch();
+      s?.watched.delete(msg.slot);
+      return null;
+    case 'frames':
+      return { t: 'frames', req: msg.req, frames: agent?.trace?.frames(msg.since ?? undefined) ?? [] };
+    case 'why':
+      return { t: 'why', req: msg.req, report: agent === null ? null : (agent.trace?.why(agent, msg.tick) ?? null) };
   }
 }
 

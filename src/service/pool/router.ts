@@ -2,7 +2,7 @@
 // answer spawn/bb/result errors synchronously, and the per-host buffering that makes a session tick one message
 // per host. Subclasses only carry messages: InlinePool calls its AgentHost directly, WorkerPool posts to threads.
 
-import type { AgentId, AgentInspection, CompiledTree } from '../../bt/index.js';
+import type { AgentFrame, AgentId, AgentInspection, CompiledTree, WatchedFrame, WhyReport } from '../../bt/index.js';
 import { mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
 import type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
@@ -354,13 +354,14 @@ export abstract class PoolRouter implements AgentPool {
           shard.worldSent = s.worldVersion;
         }
         const input = shard.take();
-        const order: TickOrder = { t: 'tick', req: this.nextReq++, session, time, dt, ...input, world };
+        const order: TickOrder = { t: 'tick', req: this.nextReq++, session, time, dt, ...input, world, tick };
         pending.push(this.request(h, order, transferList(input.rows, input.results, input.spare)));
         hosts.push(h);
       }
       const settled = await Promise.allSettled(pending);
       const parts: DecisionLists[] = s.carried;
       s.carried = [];
+      let frames: WatchedFrame[] | null = null;
       let failure: unknown = null;
       for (let k = 0; k < settled.length; k++) {
         const r = settled[k]!;
@@ -373,12 +374,17 @@ export abstract class PoolRouter implements AgentPool {
         const shard = s.shards[h]!;
         this.lastTickMs[h] = reply.ms;
         parts.push(unpackDecisions(reply.decisions, shard.ids, shard.ordinals));
+        if (reply.frames !== null && reply.frames !== undefined) {
+          frames ??= [];
+          for (const [slot, frame] of reply.frames) frames.push({ agent: shard.ids[slot]!, frame });
+        }
         shard.recycle(reply.rows, reply.results, reply.decisions);
       }
       if (failure !== null) {
         s.carried = parts;
         throw failure instanceof Error ? failure : new Error(String(failure));
       }
+      if (frames !== null) this.deliverFrames(session, frames);
       const lost = s.lost;
       s.lost = [];
       if (parts.length === 0) return { tick, basedOn, actions: [], cancels: [], done: [], errors: lost };
@@ -412,6 +418,48 @@ export abstract class PoolRouter implements AgentPool {
 
   workerStats(): WorkerStats[] {
     return this.load.map((agents, worker) => ({ worker, agents, elu: this.elu(worker), lastTickMs: this.lastTickMs[worker]! }));
+  }
+
+  onFrames: ((session: string, frames: WatchedFrame[]) => void) | null = null;
+
+  // The inspector's calls: each goes to the one host holding the agent. Unknown sessions read as unknown agents.
+  async watch(session: string, agent: AgentId, ticks: number): Promise<boolean> {
+    if (!Number.isFinite(ticks) || ticks < 1) throw new RangeError(`watch: ticks must be a number ≥ 1, got ${ticks}`);
+    const r = this.sessions.get(session)?.routes.get(agent);
+    if (r === undefined || !this.up[r.host]) return false;
+    const reply = await this.request(r.host, { t: 'watch', req: this.nextReq++, session, slot: r.slot, ticks }, []);
+    return reply.t === 'watching' && reply.ok;
+  }
+
+  unwatch(session: string, agent: AgentId): Promise<void> {
+    const r = this.sessions.get(session)?.routes.get(agent);
+    if (r !== undefined && this.up[r.host]) this.post(r.host, { t: 'unwatch', session, slot: r.slot }, []);
+    return Promise.resolve();
+  }
+
+  async frames(session: string, agent: AgentId, sinceTick?: number): Promise<AgentFrame[]> {
+    const r = this.sessions.get(session)?.routes.get(agent);
+    if (r === undefined || !this.up[r.host]) return [];
+    const reply = await this.request(r.host, { t: 'frames', req: this.nextReq++, session, slot: r.slot, since: sinceTick ?? null }, []);
+    return reply.t === 'frames' ? reply.frames : [];
+  }
+
+  async why(session: string, agent: AgentId, tick: number): Promise<WhyReport | null> {
+    const r = this.sessions.get(session)?.routes.get(agent);
+    if (r === undefined || !this.up[r.host]) return null;
+    const reply = await this.request(r.host, { t: 'why', req: this.nextReq++, session, slot: r.slot, tick }, []);
+    return reply.t === 'why' ? reply.report : null;
+  }
+
+  /** Hands a tick's frames to onFrames; a listener that throws is logged, never fails the tick. */
+  private deliverFrames(session: string, frames: WatchedFrame[]): void {
+    const listener = this.onFrames;
+    if (listener === null) return;
+    try {
+      listener(session, frames);
+    } catch (err) {
+      this.logger?.error({ err, session }, 'onFrames listener threw');
+    }
   }
 
   /** Where agent `id` of `session` lives (host, slot), or undefined. */

@@ -1,7 +1,7 @@
 // The agent pool's public contract: what the session layer hands in (spawns, rows, results) and gets back
 // (one Decisions per session tick). Both pools, inline and worker threads, implement AgentPool.
 
-import type { AgentId, AgentInspection } from '../../bt/index.js';
+import type { AgentFrame, AgentId, AgentInspection, WatchedFrame, WhyReport } from '../../bt/index.js';
 import type { PackedRows } from '../../protocol/index.js';
 import type { TreeLibrary } from '../../bt/library.js';
 
@@ -147,4 +147,23 @@ export interface AgentPool {
   workerStats(): WorkerStats[];
   /** Stops the workers; pending ticks reject. */
   close(): Promise<void>;
+
+  // The inspector (docs/tracing.md): only watched agents record frames; the others pay nothing.
+  /**
+   * Starts recording frames for one agent in a ring buffer of `ticks` frames (the caller picks ≥ 30 s at the
+   * session's hz). Watching a watched agent resizes its buffer and keeps its frames. False for an unknown agent.
+   */
+  watch(session: string, agent: AgentId, ticks: number): Promise<boolean>;
+  /** Stops recording and frees the agent's frames. Unknown agents and sessions are ignored. */
+  unwatch(session: string, agent: AgentId): Promise<void>;
+  /** The agent's ring buffer, oldest first (frames with tick ≥ sinceTick if given); [] when not watched. */
+  frames(session: string, agent: AgentId, sinceTick?: number): Promise<AgentFrame[]>;
+  /** The why of one tick still in the agent's ring buffer; null if it has left it (or the agent is not watched). */
+  why(session: string, agent: AgentId, tick: number): Promise<WhyReport | null>;
+  /**
+   * Called on the main thread after each session tick with the newest frame of each watched agent of that
+   * session (not called when the session has none). Frames of watched agents ride on the tick reply.
+   * Unwatching is automatic when the agent is despawned, lost or its session ends.
+   */
+  onFrames: ((session: string, frames: WatchedFrame[]) => void) | null;
 }

@@ -1,7 +1,7 @@
 // The messages between the pool's router (main thread) and an AgentHost (a worker, or the same thread in the
 // inline pool), and the compact forms that keep one session tick to one message per worker.
 
-import type { AgentId, AgentInspection } from '../../bt/index.js';
+import type { AgentFrame, AgentId, AgentInspection, WhyReport } from '../../bt/index.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
 
 /** Type tags of row values, shared with the protocol's packed rows (the fast path copies them as they are). */
@@ -52,6 +52,8 @@ export interface TickOrder {
   world: WorldUpdate | null;
   /** Decision buffers of this host's previous reply, handed back for reuse. */
   spare: SpareColumns | null;
+  /** The session tick number (frames of watched agents carry it). */
+  tick: number;
 }
 
 /** Router → host. `spawn` carries the session's fields so a host (or a respawned worker) needs no set-up message. */
@@ -60,7 +62,15 @@ export type ToHost =
   | { t: 'despawn'; session: string; slots: number[] }
   | { t: 'drop'; session: string }
   | TickOrder
-  | { t: 'inspect'; req: number; session: string; slot: number };
+  | { t: 'inspect'; req: number; session: string; slot: number }
+  | InspectorOrder;
+
+/** The inspector's requests about one watched agent (docs/tracing.md). */
+export type InspectorOrder =
+  | { t: 'watch'; req: number; session: string; slot: number; ticks: number }
+  | { t: 'unwatch'; session: string; slot: number }
+  | { t: 'frames'; req: number; session: string; slot: number; since: number | null }
+  | { t: 'why'; req: number; session: string; slot: number; tick: number };
 
 /** The messages a host answers. */
 export type HostRequest = Extract<ToHost, { req: number }>;
@@ -73,12 +83,17 @@ export interface TickReply {
   decisions: DecisionColumns;
   rows: RowBatch | null;
   results: ResultBatch | null;
+  /** The newest frame of each watched agent of the session, by slot; null when none is watched. */
+  frames: Array<[number, AgentFrame]> | null;
 }
 
 /** Host → router. */
 export type FromHost =
   | TickReply
   | { t: 'inspected'; req: number; inspection: AgentInspection | null }
+  | { t: 'watching'; req: number; ok: boolean }
+  | { t: 'frames'; req: number; frames: AgentFrame[] }
+  | { t: 'why'; req: number; report: WhyReport | null }
   | { t: 'failed'; req: number; message: string };
 
 /** Worker → router, once, after loading (not sent by the inline host). */
