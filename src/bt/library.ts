@@ -7,7 +7,9 @@ import { LineCounter, parseDocument } from 'yaml';
 import { NodeCatalog } from './catalog.js';
 import type { TreeDefinition } from './definition.js';
 import { TreeMsg, type ValidationError } from './errors.js';
-import { compileTree, type CompiledTree } from './program.js';
+
+export { formatError, formatErrors } from './errors.js';
+import { compileValidatedTree, type CompiledTree } from './program.js';
 import { validateTree } from './validate.js';
 
 /** A library, or every error that kept it from loading (all files, not only the first bad one). */
@@ -104,7 +106,7 @@ export class TreeLibrary {
     const frozen = new Map<string, TreeDefinition>(names.map((n) => [n, deepFreeze(structuredClone(defs.get(n)) as TreeDefinition)]));
     const entries = new Map<string, Entry>();
     for (const name of names) {
-      entries.set(name, { definition: frozen.get(name)!, compiled: compileTree(name, (t) => frozen.get(t), catalog), file: files.get(name) ?? name });
+      entries.set(name, { definition: frozen.get(name)!, compiled: compileValidatedTree(name, (t) => frozen.get(t), catalog), file: files.get(name) ?? name });
     }
     return { ok: true, library: new TreeLibrary(catalog, entries) };
   }
@@ -303,17 +305,4 @@ function jsonSyntaxProblem(s: string): { message: string; offset: number } | nul
     if (err instanceof JsonSyntaxError) return { message: err.message, offset: err.offset };
     throw err;
   }
-}
-
-/** One error as a compiler-style line: `trees/guard.json: root.children[2].child: unknown node type 'sequnce' … [E_NODE_UNKNOWN_TYPE]`. */
-export function formatError(e: ValidationError): string {
-  if (e.line !== undefined) return `${e.file}:${e.line}:${e.column ?? 1}: ${e.message} [${e.code}]`;
-  const at = e.field === undefined ? e.path : e.path === '' ? e.field : `${e.path}.${e.field}`;
-  const column = e.column === undefined ? '' : ` (column ${e.column})`;
-  return `${e.file}: ${at === '' ? '' : `${at}${column}: `}${e.message} [${e.code}]`;
-}
-
-/** Every error on its own line (see formatError), for logs and the command line. */
-export function formatErrors(errors: readonly ValidationError[]): string {
-  return errors.map(formatError).join('\n');
 }
