@@ -65,8 +65,7 @@ describe('validation generates no code', () => {
     for (const source of ['bb.taget > 1', 'nearst(self)', 'clamp(1, 2)', 'self.constructor', '(1 +', "'a' + 1", 'bb.target ?? 3']) {
       const checked = checkExpression(source, keys);
       const compiled = compileExpression(source, keys);
-      expect(checked.ok).toBe(compiled.ok);
-      if (!checked.ok && !compiled.ok) expect(checked.errors).toEqual(compiled.errors);
+      expect(checked.ok ? [] : checked.errors).toEqual(compiled.ok ? [] : compiled.errors);
     }
   });
 
