@@ -32,6 +32,8 @@ export interface Config {
   readonly shutdownMs: number;
   /** Most WebSocket messages per second on one connection (bursts up to one second's worth); 0: unlimited. */
   readonly maxMessageRate: number;
+  /** Largest body of POST /v1/trees/validate, in bytes. */
+  readonly maxValidateBytes: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -58,6 +60,7 @@ export function defaultConfig(): Config {
     maxFrameBytes: LIMITS.defaultMaxFrameBytes,
     shutdownMs: 10_000,
     maxMessageRate: 10_000,
+    maxValidateBytes: 1024 * 1024,
   };
 }
 
@@ -80,6 +83,7 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   maxFrameBytes: (raw, name) => ({ maxFrameBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
   shutdownMs: (raw, name) => ({ shutdownMs: integer(raw, name, 0, 600_000) }),
   maxMessageRate: (raw, name) => ({ maxMessageRate: integer(raw, name, 0, 10_000_000) }),
+  maxValidateBytes: (raw, name) => ({ maxValidateBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */

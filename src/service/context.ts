@@ -22,6 +22,10 @@ export interface Tuning {
   readonly retryAfterMs: number;
   /** A worker thread that leaves a tick unanswered this long is stuck and replaced (0: never). */
   readonly workerStallMs: number;
+  /** Longest validation of one posted tree; then the validation thread is replaced and the request answered 422. */
+  readonly validateTimeLimitMs: number;
+  /** Posted trees waiting behind the one being validated; beyond it requests are answered 429. */
+  readonly validateQueue: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -32,6 +36,8 @@ export const DEFAULT_TUNING: Tuning = {
   abuseWindowMs: 10_000,
   retryAfterMs: 1000,
   workerStallMs: 10_000,
+  validateTimeLimitMs: 5_000,
+  validateQueue: 8,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

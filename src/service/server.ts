@@ -14,6 +14,7 @@ import { createAgentPool, type AgentPool } from './pool/index.js';
 import { SessionRegistry } from './sessions.js';
 import { sessionRoutes } from './sessionsHttp.js';
 import { StartupError, loadLibrary, treeRoutes } from './trees.js';
+import { ValidationWorker } from './validation/runner.js';
 import { GoodbyeReason, wsRoutes } from './ws.js';
 
 /** A running (or ready to run) service. */
@@ -50,7 +51,7 @@ class QuietRequests extends LogController {
 export async function createServer(config: ServerConfig, options: { logger?: Logger } = {}): Promise<CanopyServer> {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const tuning = { ...DEFAULT_TUNING, ...config.tuning };
-  const library = await loadLibrary(config.trees, config.plugins);
+  const library = await loadLibrary(config.trees, config.plugins, logger);
   let pool: AgentPool;
   try {
     pool = await createAgentPool({
@@ -65,6 +66,12 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     throw new StartupError(err instanceof Error ? err.message : String(err));
   }
   const treeNames = library.names();
+  // POST /v1/trees/validate parses and validates on a thread of its own, against the loaded trees.
+  const validation = new ValidationWorker(
+    { plugins: config.plugins, trees: Object.fromEntries(treeNames.map((n) => [n, library.definition(n)])) },
+    { timeLimitMs: tuning.validateTimeLimitMs, queueLimit: tuning.validateQueue },
+    logger,
+  );
   const connections = new Set<LiveConnection>();
   // The gauges read sessions lazily, at scrape time.
   let sessions: SessionRegistry | undefined;
@@ -107,7 +114,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   await app.register(async (api) => {
     if (config.apiKeys.length > 0) api.addHook('onRequest', apiKeyHook(config.apiKeys));
     await api.register(wsRoutes, { ctx });
-    await api.register(treeRoutes, { library });
+    await api.register(treeRoutes, { library, validation, maxValidateBytes: config.maxValidateBytes });
     await api.register(sessionRoutes, { ctx });
   });
   app.setNotFoundHandler((request, reply) =>
@@ -125,6 +132,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     await Promise.all(live.map((c) => c.closed));
     await ctx.sessions.freeAll();
     await app.close();
+    await validation.close();
     await pool.close();
     ctx.phase = 'closed';
     logger.info('canopy stopped');

@@ -34,6 +34,7 @@ describe('parseConfig', () => {
       maxFrameBytes: 16 * 1024 * 1024,
       shutdownMs: 10_000,
       maxMessageRate: 10_000,
+      maxValidateBytes: 1024 * 1024,
     });
     expect(c.workers).toBeGreaterThanOrEqual(1);
   });
@@ -53,6 +54,7 @@ describe('parseConfig', () => {
       CANOPY_MAX_FRAME_BYTES: '65536',
       CANOPY_SHUTDOWN_MS: '2000',
       CANOPY_MAX_MESSAGE_RATE: '0',
+      CANOPY_MAX_VALIDATE_BYTES: '4096',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -70,6 +72,7 @@ describe('parseConfig', () => {
       maxFrameBytes: 65536,
       shutdownMs: 2000,
       maxMessageRate: 0,
+      maxValidateBytes: 4096,
     });
   });
 
@@ -116,6 +119,7 @@ describe('parseConfig', () => {
       'CANOPY_MAX_FRAME_BYTES',
       'CANOPY_SHUTDOWN_MS',
       'CANOPY_MAX_MESSAGE_RATE',
+      'CANOPY_MAX_VALIDATE_BYTES',
     ]);
   });
 
