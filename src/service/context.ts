@@ -36,7 +36,7 @@ export const DEFAULT_TUNING: Tuning = {
   abuseWindowMs: 10_000,
   retryAfterMs: 1000,
   workerStallMs: 10_000,
-  validateTimeLimitMs: 5_000,
+  validateTimeLimitMs: 10_000,
   validateQueue: 8,
 };
 

@@ -1,10 +1,19 @@
 // The validation worker thread: parses and validates trees posted to /v1/trees/validate, so that no
 // body, however large or broken, costs the main thread (and its sessions' ticks) anything.
 
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadCatalog } from '../pool/load.js';
 import { validatePostedTree } from './posted.js';
 import type { ValidationHello, ValidationReply, ValidationRequest, ValidationWorkerData } from './wire.js';
+
+// Validation is background work: on a busy machine the main thread and the tick workers (nice 10) get
+// the cores first, so a large posted tree delays its own answer rather than anyone's tick.
+try {
+  setPriority(0, 19);
+} catch {
+  // Not permitted (some containers): the default priority still keeps the work off the main thread.
+}
 
 const port = parentPort;
 if (port === null) throw new Error('validation worker: must run as a worker thread');
