@@ -70,8 +70,8 @@ export class SourcePositions {
     if (found.complete && exprColumn !== undefined && found.node instanceof JsonNode && this.text[found.node.start] === '"') {
       offset = quotedOffset(this.text, found.node.start, skipString(this.text, found.node.start), '"', exprColumn);
     } else if (found.complete && exprColumn !== undefined && isScalar(found.node)) offset = expressionOffset(this.text, found.node, exprColumn);
-    if (offset === null && found.key !== null && (field !== undefined || !hasRange(found.node))) offset = start(found.key);
-    offset ??= start(found.node) ?? start(found.key);
+    if (offset === null && found.key !== null && (field !== undefined || !hasRange(found.node))) offset = offsetOf(found.key);
+    offset ??= offsetOf(found.node) ?? offsetOf(found.key);
     if (offset === null) return null;
     const at = lines.linePos(offset);
     return { line: at.line, column: at.col };
@@ -124,10 +124,10 @@ function resolve(node: unknown, path: string): { node: unknown; key: unknown; co
 }
 
 function hasRange(node: unknown): boolean {
-  return start(node) !== null;
+  return offsetOf(node) !== null;
 }
 
-function start(node: unknown): number | null {
+function offsetOf(node: unknown): number | null {
   if (node instanceof JsonNode) return node.start;
   if (node === null || typeof node !== 'object') return null;
   const range = (node as Ranged).range;
@@ -188,22 +188,11 @@ class JsonNode {
 
   /** Like `resolve` for YAML nodes: as far as `path` goes from this value. */
   resolve(path: string): { node: unknown; key: unknown; complete: boolean } {
-    let node: JsonNode = this;
-    let key: JsonNode | null = null;
-    let rest = path;
-    while (rest !== '') {
-      if (rest.startsWith('.')) rest = rest.slice(1);
-      const index = /^\[(\d+)\]/.exec(rest);
-      const next = index !== null ? node.item(Number(index[1])) : node.member(rest);
-      if (next === null) break;
-      node = next.value;
-      key = next.key;
-      rest = rest.slice(index !== null ? index[0].length : next.length);
-    }
-    return { node, key, complete: rest === '' };
+    return resolveJson(this, path);
   }
 
-  private item(k: number): { value: JsonNode; key: null; length: number } | null {
+  /** List item `k` (null when this is not a list, or a shorter one). */
+  item(k: number): { value: JsonNode; key: null; length: number } | null {
     const cached = this.items.get(k);
     if (cached !== undefined) return { value: cached, key: null, length: 0 };
     const s = this.text;
@@ -224,7 +213,7 @@ class JsonNode {
   }
 
   /** The member whose key is the longest prefix of `rest` followed by '.', '[' or the end (keys may hold dots). */
-  private member(rest: string): { value: JsonNode; key: JsonNode; length: number } | null {
+  member(rest: string): { value: JsonNode; key: JsonNode; length: number } | null {
     let best: { value: JsonNode; key: JsonNode; length: number } | null = null;
     for (const [k, m] of this.members()) {
       const follow = rest[k.length];
@@ -255,6 +244,23 @@ class JsonNode {
     }
     return found;
   }
+}
+
+/** As far as `path` goes from `root` in a JSON text. */
+function resolveJson(root: JsonNode, path: string): { node: unknown; key: unknown; complete: boolean } {
+  let node = root;
+  let key: JsonNode | null = null;
+  let rest = path;
+  while (rest !== '') {
+    if (rest.startsWith('.')) rest = rest.slice(1);
+    const index = /^\[(\d+)\]/.exec(rest);
+    const next = index !== null ? node.item(Number(index[1])) : node.member(rest);
+    if (next === null) break;
+    node = next.value;
+    key = next.key;
+    rest = rest.slice(index !== null ? index[0].length : next.length);
+  }
+  return { node, key, complete: rest === '' };
 }
 
 function skipSpace(s: string, i: number): number {
