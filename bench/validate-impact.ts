@@ -3,6 +3,7 @@
 // (JSON, YAML, error-heavy) arrive back to back; tick lateness during each phase vs a quiet phase.
 //
 //   npm run build && node dist/bench/validate-impact.js [--agents 3000] [--seconds 6] [--concurrency 2] [--workers 1]
+//                                                       [--max-bytes 1048576] [--node-args=--single-threaded-gc]
 //
 // CPU by thread: on Node 20 worker threads are not named, so they count in "other" with V8's GC helpers.
 // Two views of lateness: the service's own (canopy_tick_lateness_seconds, how late each tick started;
@@ -26,6 +27,9 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '2' },
     workers: { type: 'string', default: '1' },
     'max-bytes': { type: 'string', default: String(1024 * 1024) },
+    // Flags for the service's node, e.g. --node-args=--single-threaded-gc (V8's GC helper threads run at
+    // normal priority even for the low-priority validation thread).
+    'node-args': { type: 'string', default: '' },
   },
 });
 const agents = Number(values.agents);
@@ -92,7 +96,8 @@ interface Phase {
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'canopy-validate-impact-'));
   for (const [name, def] of Object.entries(TREES)) await writeFile(join(dir, `${name}.json`), JSON.stringify(def));
-  const service = await startService({ workers, trees: dir, env: { CANOPY_MAX_VALIDATE_BYTES: String(maxBytes) } });
+  const nodeArgs = values['node-args'].split(' ').filter((a) => a !== '');
+  const service = await startService({ workers, trees: dir, nodeArgs, env: { CANOPY_MAX_VALIDATE_BYTES: String(maxBytes) } });
   const client = await CanopyClient.connect(service.wsUrl, { mode: 'fixed', hz: HZ, reconnect: false });
   try {
     const spawned = await client.spawn([
@@ -147,7 +152,7 @@ async function main(): Promise<void> {
     await run('quiet again', null);
 
     console.log(formatMachine(machineInfo()));
-    console.log(`service: ${workers} worker thread(s), ${agents} agents + 1 pulse agent at ${HZ} Hz, CANOPY_MAX_VALIDATE_BYTES ${maxBytes}; ${concurrency} validate request(s) in flight; ${seconds} s per phase`);
+    console.log(`service: node ${nodeArgs.join(' ') || '(no flags)'}, ${workers} worker thread(s), ${agents} agents + 1 pulse agent at ${HZ} Hz, CANOPY_MAX_VALIDATE_BYTES ${maxBytes}; ${concurrency} validate request(s) in flight; ${seconds} s per phase`);
     console.log('The machine is shared with other work: compare phases of this run, not absolute figures across runs.\n');
     const quiet = phases[0]!;
     const rows: string[][] = [['phase', 'validations', 'validate ms p50', 'ticks', 'ticks > 10 ms late', 'lateness p99 ≤', 'frame gap max', 'gap − 50 ms, max', 'vs quiet', 'CPU main/workers/other']];
