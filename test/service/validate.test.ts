@@ -7,6 +7,8 @@ import { pino } from 'pino';
 import { NodeCatalog } from '../../src/bt/catalog.js';
 import { ValidationWorker } from '../../src/service/validation/runner.js';
 import { validatePostedTree, MAX_REPORTED_PROBLEMS } from '../../src/service/validation/posted.js';
+import { defaultConfig } from '../../src/service/config.js';
+import { createServer } from '../../src/service/server.js';
 import { TREES, http, start, writeFixture, type Running } from './harness.js';
 
 /** A plugin node type whose own check never ends when `spin: true`: a validation that must be stopped. */
@@ -185,5 +187,30 @@ describe('validatePostedTree (what the thread runs)', () => {
       ok: true,
       body: { valid: false, errors: [{ code: 'E_TREE_PARSE', message: 'the body is not valid UTF-8 text', line: 1, column: 1 }] },
     });
+  });
+});
+
+describe('start-up', () => {
+  test('a tree with a warning loads; the warning is logged once, compiler-style, with file, line and column', async () => {
+    const alert = 'blackboard: { alarm: false }\nroot:\n  type: selector\n  reactive: true\n  children:\n    - type: succeed\n      if: bb.alarm\n      abort: lower\n    - type: running\n';
+    const fx = await writeFixture({ 'alert.yaml': alert });
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const server = await createServer({ ...defaultConfig(), host: '127.0.0.1', port: 0, workers: 0, trees: fx.trees, logLevel: 'warn' }, { logger });
+    try {
+      expect(server.library.names()).toEqual(['alert']);
+      expect(lines.map((l) => [l.level, l.code, l.line, l.column, l.msg])).toEqual([
+        [
+          40,
+          'W_ABORT_REACTIVE',
+          8,
+          7,
+          `${fx.trees}/alert.yaml:8:7: root.children[0].abort: warning: abort 'lower' adds nothing under a reactive selector: it re-checks its earlier children every tick anyway; remove 'abort' or make the selector non-reactive [W_ABORT_REACTIVE]`,
+        ],
+      ]);
+    } finally {
+      await server.close();
+      await fx.remove();
+    }
   });
 });
