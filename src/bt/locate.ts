@@ -70,7 +70,8 @@ export class SourcePositions {
     if (found.complete && exprColumn !== undefined && found.node instanceof JsonNode && this.text[found.node.start] === '"') {
       offset = quotedOffset(this.text, found.node.start, skipString(this.text, found.node.start), '"', exprColumn);
     } else if (found.complete && exprColumn !== undefined && isScalar(found.node)) offset = expressionOffset(this.text, found.node, exprColumn);
-    if (offset === null && found.key !== null && (field !== undefined || !hasRange(found.node))) offset = offsetOf(found.key);
+    // A field's key when the field is there; a missing field points at its node.
+    if (offset === null && found.complete && found.key !== null && (field !== undefined || !hasRange(found.node))) offset = offsetOf(found.key);
     offset ??= offsetOf(found.node) ?? offsetOf(found.key);
     if (offset === null) return null;
     const at = lines.linePos(offset);
