@@ -30,8 +30,9 @@ function startThread(data: ValidationWorkerData): Worker {
 }
 
 /**
- * Validates posted trees on a dedicated thread: parsing and validation never run on the main thread.
- * Requests are answered in order, one at a time. `validate` never rejects: a full queue, a time limit
+ * Validates posted trees on a dedicated thread (started on the first request, replaced after a time
+ * limit or a crash): parsing and validation never run on the main thread. Requests are answered in
+ * order, one at a time. `validate` never rejects: a full queue, a time limit
  * or a dead thread become answers with a code.
  */
 export class ValidationWorker {
@@ -51,7 +52,7 @@ export class ValidationWorker {
     this.data = data;
     this.limits = limits;
     this.logger = logger;
-    this.start();
+    // The thread starts with the first request: most services never validate, and start-up stays lean.
   }
 
   /** Validates one posted tree (see validatePostedTree); the answer is in the request's terms. */
@@ -65,7 +66,8 @@ export class ValidationWorker {
     }
     return new Promise((resolve) => {
       this.queue.push({ request, resolve });
-      this.pump();
+      if (this.worker === null) this.start();
+      else this.pump();
     });
   }
 
@@ -124,7 +126,7 @@ export class ValidationWorker {
     if (old !== null) void old.terminate();
     if (this.closed) return;
     this.replacements++;
-    this.start();
+    if (this.queue.length > 0) this.start();
   }
 
   private pump(): void {
