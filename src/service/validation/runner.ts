@@ -20,13 +20,17 @@ interface Job {
   resolve(answer: ValidateAnswer): void;
 }
 
+/** Heap of the validation thread: a hostile body ends its own validation (422), not the process (1 MiB of YAML needs ~150 MB). */
+const HEAP_LIMIT_MB = 512;
+
 /** Starts worker.ts (compiled: worker.js); under vitest through tsx, the way the agent pool starts its workers. */
 function startThread(data: ValidationWorkerData): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: data });
+  const resourceLimits = { maxOldGenerationSizeMb: HEAP_LIMIT_MB };
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: data, resourceLimits });
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./worker.ts', import.meta.url).href;
   const boot = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(boot, { eval: true, workerData: data });
+  return new Worker(boot, { eval: true, workerData: data, resourceLimits });
 }
 
 /**
@@ -103,8 +107,13 @@ export class ValidationWorker {
       }
       this.finish(msg);
     });
-    worker.on('error', (err) => {
+    worker.on('error', (err: Error & { code?: string }) => {
       if (worker !== this.worker) return;
+      if (err.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+        this.logger.warn('tree validation ran out of memory; validation worker replaced');
+        this.replace(refusal(422, ErrorCode.E_LIMIT, `validating this tree needed more than ${HEAP_LIMIT_MB} MB and was stopped; split it into subtrees`));
+        return;
+      }
       this.logger.error({ err }, 'validation worker failed; replacing it');
       this.replace(refusal(500, ErrorCode.E_INTERNAL, 'internal error; the service logged the details'));
     });
