@@ -14,7 +14,7 @@ export function nodeArb(): fc.Arbitrary<NodeDefinition> {
   const { node } = fc.letrec<{ node: NodeDefinition; leaf: NodeDefinition; composite: NodeDefinition; decorator: NodeDefinition }>((tie) => ({
     node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('composite'), tie('decorator')),
     leaf: fc.oneof(
-      fc.array(word, { minLength: 1, maxLength: 4 }).map((script) => ({ type: 'scripted', name: `L${leafId++}`, script })),
+      fc.array(word, { minLength: 1, maxLength: 4 }).map((script) => ({ type: 'scripted', name: `L${leafId++}`, script: script.join(',') })),
       fc.record({ type: fc.constant('action'), action: fc.constantFrom('walk', 'aim') }).chain((a) =>
         fc.oneof(
           fc.constant({ ...a }),
