@@ -193,6 +193,20 @@ describe('service', () => {
     await client.close();
   });
 
+  test('a recording started on a live session with agents says so: their decisions cannot be replayed', async () => {
+    const { client, welcome } = await RawClient.hello(running.wsUrl, { mode: 'lockstep', fields: FIELDS });
+    const session = welcome.session as string;
+    await client.request({ t: 'spawn', agents: [{ id: 1, tree: 'guard' }] }, 'spawned');
+    await client.step({ tick: 1, time: 0.1, agents: [[1, 80, false, 3, [0, 0], [0, 0]]] });
+    expect((await http(running.base, 'POST', `/v1/sessions/${session}/recording`)).status).toBe(201);
+    await client.step({ tick: 2, time: 0.2, agents: [[1, 80, true, 3, [0, 0], [0, 0]]] });
+    const file = await stopRecording(session);
+    const report = await verifyRecording(file);
+    expect(report.agentsAtStart).toBe(1);
+    expect(report.identical).toBe(false);
+    await client.close();
+  });
+
   test('an HTTP lockstep session is recorded (snapshots without wire bytes) and replays identical', async () => {
     const created = await http(running.base, 'POST', '/v1/sessions', { fields: FIELDS });
     const session = (created.body as { session: string }).session;
