@@ -78,9 +78,12 @@ const DISCARD: DecisionSink = {
 export class AgentHost {
   private readonly trees: TreeLookup;
   private readonly sessions = new Map<string, HostSession>();
+  /** Counts agents ticked for the stall watchdog (worker threads only). */
+  private readonly progress: { step(): void } | null;
 
-  constructor(trees: TreeLookup) {
+  constructor(trees: TreeLookup, progress: { step(): void } | null = null) {
     this.trees = trees;
+    this.progress = progress;
   }
 
   /** Applies one message. Throws only on a bug or a message the router would never send. */
@@ -176,12 +179,15 @@ export class AgentHost {
       if (order.world !== null) s.world = 'bytes' in order.world ? deserialize(order.world.bytes) : order.world.value;
       const { time, dt } = order;
       const world = s.world;
+      const progress = this.progress;
       for (let i = 0; i < agents.length; i++) {
         const a = agents[i];
         if (a === null || a === undefined) continue;
         a.world = world;
         out.slot = i;
         a.tick(time, dt, out);
+        // A long tick (50k agents under memory pressure) keeps moving; a plugin's endless loop does not.
+        progress?.step();
       }
     }
     return {

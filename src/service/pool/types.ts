@@ -53,8 +53,10 @@ export interface PoolOptions {
   /** Where crashes and respawns are reported. Default: nothing is logged. */
   logger?: PoolLogger;
   /**
-   * A worker that leaves a request unanswered this long (ms) is stuck — a plugin in an endless loop —
-   * and is terminated and replaced like a crashed one (its agents reported lost). 0: never. Default 10 s.
+   * A worker that owes work (a request or message not finished) and makes no progress of its own for this long
+   * (ms) is stuck — a plugin in an endless loop — and is terminated and replaced like a crashed one (its agents
+   * reported lost). Progress is counted by the worker in shared memory: a busy or blocked main thread reading
+   * replies late never makes a worker look stuck. 0: never. Default 10 s.
    * The inline pool cannot be protected this way: its agents tick on the calling thread.
    */
   stallMs?: number;
