@@ -28,7 +28,7 @@ export async function createAgentPool(opts: PoolOptions): Promise<AgentPool> {
     if (!loaded.ok) throw new Error(loaded.error);
     library = loaded.library;
   }
-  if (opts.workers === 0) return new InlinePool(library, opts.logger);
+  if (opts.workers === 0) return new InlinePool(library, opts.logger, opts.eluWindowMs);
   return new WorkerPool(opts, library, opts.logger);
 }
 

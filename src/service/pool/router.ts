@@ -124,7 +124,7 @@ export abstract class PoolRouter implements AgentPool {
   protected abstract request(host: number, msg: HostRequest, transfer: ArrayBuffer[]): Promise<FromHost>;
   /** The world state in the form hosts receive it (the same object inline; bytes cloned once for every worker). */
   protected abstract shareWorld(world: unknown): WorldUpdate;
-  /** Event-loop utilization of a host since the previous call. */
+  /** Event-loop utilization of a host over the last completed window, 0–1 (elu.ts). */
   protected abstract elu(host: number): number;
 
   abstract ready(): Promise<void>;

@@ -60,6 +60,11 @@ export interface PoolOptions {
    * The inline pool cannot be protected this way: its agents tick on the calling thread.
    */
   stallMs?: number;
+  /**
+   * Event-loop utilization is measured over fixed windows of this many ms inside the pool; workerStats() reports
+   * the last completed window (0 before the first). Default 5000.
+   */
+  eluWindowMs?: number;
   /** The same folders already loaded on this thread (the service's own library): not loaded again. */
   library?: TreeLibrary;
 }
@@ -78,7 +83,7 @@ export interface WorkerStats {
   worker: number;
   /** Agents hosted, every session included. */
   agents: number;
-  /** Event-loop utilization since the previous workerStats() call, 0–1. */
+  /** Event-loop utilization over the last completed window (PoolOptions.eluWindowMs; 0 before the first), 0–1. */
   elu: number;
   /** Duration of the worker's last tick (input applied + agents ticked), ms. */
   lastTickMs: number;
@@ -145,7 +150,10 @@ export interface AgentPool {
   inspectAgent(session: string, id: AgentId): Promise<AgentInspection | null>;
   /** Agents of one session, or of every session. */
   agentCount(session?: string): number;
-  /** Per worker: agents hosted, event-loop utilization since the previous call (0–1), last tick duration ms. */
+  /**
+   * Per worker: agents hosted, event-loop utilization over the last completed window (0–1; the same for every
+   * caller until the next window completes), last tick duration ms.
+   */
   workerStats(): WorkerStats[];
   /** Stops the workers; pending ticks reject. */
   close(): Promise<void>;

@@ -5,6 +5,7 @@
 import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { TreeLookup } from './host.js';
+import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
 import type { PoolLogger, PoolOptions } from './types.js';
@@ -43,7 +44,6 @@ class HostThread {
   readonly progress: ProgressWatch;
   isReady = false;
   gone = false;
-  eluPrev: ReturnType<Worker['performance']['eventLoopUtilization']> | null = null;
   settleReady: (err: Error | null) => void = () => {};
 
   constructor(worker: Worker, progress: SharedArrayBuffer) {
@@ -66,6 +66,7 @@ export class WorkerPool extends PoolRouter {
   private readonly hashes: Record<string, string>;
   private readonly replaced: Array<Array<() => void>>;
   private readonly watchdog: NodeJS.Timeout | undefined;
+  private readonly eluWindows: EluWindows;
   private closed = false;
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
@@ -75,6 +76,10 @@ export class WorkerPool extends PoolRouter {
     this.hashes = {};
     for (const name of trees.names()) this.hashes[name] = trees.get(name)!.hash;
     this.replaced = Array.from({ length: options.workers }, () => []);
+    this.eluWindows = new EluWindows(options.workers, options.eluWindowMs ?? DEFAULT_ELU_WINDOW_MS, (i) => {
+      const t = this.threads[i];
+      return t === undefined || !t.isReady || t.gone ? null : t.worker.performance.eventLoopUtilization();
+    });
     this.threads = Array.from({ length: options.workers }, (_, i) => this.startThread(i));
     this.started = Promise.all(this.threads.map((t) => t.ready)).then(() => undefined);
     this.started.catch(() => {});
@@ -93,6 +98,7 @@ export class WorkerPool extends PoolRouter {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.watchdog);
+    this.eluWindows.stop();
     for (const t of this.threads) {
       t.gone = true;
       failAll(t, new Error('agent pool closed'));
@@ -132,13 +138,7 @@ export class WorkerPool extends PoolRouter {
   }
 
   protected elu(host: number): number {
-    const t = this.threads[host]!;
-    if (!t.isReady || t.gone) return 0;
-    const perf = t.worker.performance;
-    const now = perf.eventLoopUtilization();
-    const since = t.eluPrev === null ? now : perf.eventLoopUtilization(now, t.eluPrev);
-    t.eluPrev = now;
-    return since.utilization;
+    return this.eluWindows.utilization(host);
   }
 
   private startThread(i: number): HostThread {
@@ -211,6 +211,7 @@ export class WorkerPool extends PoolRouter {
     if (this.closed) return;
     if (!wasReady) return; // it never loaded: a replacement would fail the same way
     this.logger?.error({ err, worker: i, lostAgents: lost }, 'agent pool: worker crashed; its agents are lost; starting a replacement');
+    this.eluWindows.reset(i);
     this.threads[i] = this.startThread(i);
   }
 }
