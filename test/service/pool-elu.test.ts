@@ -2,7 +2,7 @@
 // reset each other's baseline and the value could go negative. Now: fixed windows inside the pool.
 
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
+import { createAgentPool } from '../../src/service/pool/index.js';
 import { TREES, writeFixture } from './harness.js';
 
 let fixture: Awaited<ReturnType<typeof writeFixture>>;
