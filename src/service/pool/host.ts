@@ -5,6 +5,7 @@
 import { deserialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
 import { Agent, type CompiledTree, type DecisionSink } from '../../bt/index.js';
+import type { AgentView } from './types.js';
 import { Tag, type FromHost, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
 
@@ -101,8 +102,9 @@ export class AgentHost {
       case 'tick':
         return this.tick(msg);
       case 'inspect': {
-        const agent = this.sessions.get(msg.session)?.agents[msg.slot] ?? null;
-        return { t: 'inspected', req: msg.req, inspection: agent === null ? null : agent.inspect() };
+        const s = this.sessions.get(msg.session);
+        const agent = s?.agents[msg.slot] ?? null;
+        return { t: 'inspected', req: msg.req, inspection: agent === null ? null : inspectAgent(agent, s!.world) };
       }
     }
   }
@@ -199,6 +201,25 @@ export class AgentHost {
       results: order.results,
     };
   }
+}
+
+/**
+ * The engine's inspection plus what a user debugging over HTTP needs: the agent's observation (`self`), the
+ * session's `world`, and on action nodes the action they start (`action`; an unnamed action node shows it as
+ * its `name` too, rather than null).
+ */
+function inspectAgent(agent: Agent, world: unknown): AgentView {
+  const base = agent.inspect();
+  const nodes = agent.tree.nodes;
+  return {
+    ...base,
+    nodes: base.nodes.map((n) => {
+      const action = nodes[n.index]?.action;
+      return action === undefined ? n : { ...n, name: n.name ?? action, action };
+    }),
+    self: agent.self,
+    world,
+  };
 }
 
 /** Source of the expression decoding value k of a row (generated code of rowWriter). */

@@ -2,10 +2,10 @@
 // answer spawn/bb/result errors synchronously, and the per-host buffering that makes a session tick one message
 // per host. Subclasses only carry messages: InlinePool calls its AgentHost directly, WorkerPool posts to threads.
 
-import type { AgentId, AgentInspection, CompiledTree } from '../../bt/index.js';
+import type { AgentId, CompiledTree } from '../../bt/index.js';
 import { mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
-import type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
+import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isPackedRows, type PackedRows } from '../../protocol/index.js';
@@ -395,7 +395,7 @@ export abstract class PoolRouter implements AgentPool {
     return list;
   }
 
-  async inspectAgent(session: string, id: AgentId): Promise<AgentInspection | null> {
+  async inspectAgent(session: string, id: AgentId): Promise<AgentView | null> {
     const s = this.session(session);
     const r = s.routes.get(id);
     if (r === undefined) return null;

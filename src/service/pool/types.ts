@@ -69,6 +69,17 @@ export interface PoolOptions {
   library?: TreeLibrary;
 }
 
+/**
+ * One agent's inspection (inspectAgent, `GET /v1/sessions/:id/agents/:agent`): the engine's AgentInspection, its
+ * action nodes carrying `action` (and showing it as `name` when the node has none), plus the agent's latest
+ * observation `self` (null before any) and its session's `world` (null before any).
+ */
+export type AgentView = Omit<AgentInspection, 'nodes'> & {
+  readonly nodes: ReadonlyArray<AgentInspection['nodes'][number] & { readonly action?: string }>;
+  readonly self: unknown;
+  readonly world: unknown;
+};
+
 /** One agent as the routing table knows it (no worker round trip). */
 export interface AgentListing {
   id: AgentId;
@@ -146,8 +157,8 @@ export interface AgentPool {
   tick(session: string, tick: number, time: number, dt: number, basedOn: number): Promise<Decisions>;
   /** The session's agents, from the routing table. */
   listAgents(session: string): AgentListing[];
-  /** A snapshot of one agent for tools (asks its worker); null if unknown. */
-  inspectAgent(session: string, id: AgentId): Promise<AgentInspection | null>;
+  /** A snapshot of one agent for tools (asks its worker): state, observation, world; null if unknown. */
+  inspectAgent(session: string, id: AgentId): Promise<AgentView | null>;
   /** Agents of one session, or of every session. */
   agentCount(session?: string): number;
   /**

@@ -1,7 +1,8 @@
 // The messages between the pool's router (main thread) and an AgentHost (a worker, or the same thread in the
 // inline pool), and the compact forms that keep one session tick to one message per worker.
 
-import type { AgentId, AgentInspection } from '../../bt/index.js';
+import type { AgentId } from '../../bt/index.js';
+import type { AgentView } from './types.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
 
 /** Type tags of row values, shared with the protocol's packed rows (the fast path copies them as they are). */
@@ -78,7 +79,7 @@ export interface TickReply {
 /** Host → router. */
 export type FromHost =
   | TickReply
-  | { t: 'inspected'; req: number; inspection: AgentInspection | null }
+  | { t: 'inspected'; req: number; inspection: AgentView | null }
   | { t: 'failed'; req: number; message: string };
 
 /** Worker → router, once, after loading (not sent by the inline host). */
