@@ -5,7 +5,8 @@
 import type { AgentId, CompiledTree } from '../../bt/index.js';
 import { mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
-import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
+import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
+import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isPackedRows, type PackedRows } from '../../protocol/index.js';
@@ -106,6 +107,7 @@ export abstract class PoolRouter implements AgentPool {
   /** False while a host is down (crashed, being replaced): spawns avoid it. */
   protected readonly up: boolean[];
   protected readonly lastTickMs: number[];
+  onLog: ((event: PoolLogEvent) => void) | null = null;
   private readonly sessions = new Map<string, RouterSession>();
   private nextReq = 1;
 
@@ -362,6 +364,7 @@ export abstract class PoolRouter implements AgentPool {
       const parts: DecisionLists[] = s.carried;
       s.carried = [];
       let failure: unknown = null;
+      const logs: Array<{ logs: LogColumns; agent: LogAgentLookup }> = [];
       for (let k = 0; k < settled.length; k++) {
         const r = settled[k]!;
         const h = hosts[k]!;
@@ -373,8 +376,11 @@ export abstract class PoolRouter implements AgentPool {
         const shard = s.shards[h]!;
         this.lastTickMs[h] = reply.ms;
         parts.push(unpackDecisions(reply.decisions, shard.ids, shard.ordinals));
+        const l = reply.decisions.logs;
+        if (l.lines.length > 0 || l.dropped > 0) logs.push({ logs: l, agent: (slot) => this.logAgent(s, shard.ids[slot]) });
         shard.recycle(reply.rows, reply.results, reply.decisions);
       }
+      if (logs.length > 0) emitLogs(this.logger, this.onLog, session, tick, logs);
       if (failure !== null) {
         s.carried = parts;
         throw failure instanceof Error ? failure : new Error(String(failure));
@@ -412,6 +418,13 @@ export abstract class PoolRouter implements AgentPool {
 
   workerStats(): WorkerStats[] {
     return this.load.map((agents, worker) => ({ worker, agents, elu: this.elu(worker), lastTickMs: this.lastTickMs[worker]! }));
+  }
+
+  /** The agent a log line names, as the routing table knows it (its id's route: label and tree). */
+  private logAgent(s: RouterSession, id: AgentId | undefined): ReturnType<LogAgentLookup> {
+    if (id === undefined) return null;
+    const r = s.routes.get(id);
+    return { id, label: r?.label ?? '', tree: r?.tree ?? null };
   }
 
   /** Request ids for subclasses' own requests. */

@@ -35,11 +35,30 @@ export interface Decisions {
   errors: Array<[AgentId, string, string]>;
 }
 
-/** A pino-compatible logger; the pool logs only rare events (worker crashes, load failures), never per tick. */
+/**
+ * A pino-compatible logger. The pool logs rare events (worker crashes, load failures) and the lines of trees'
+ * `log` nodes (at their level, at most LOG_LINES_PER_TICK per session tick).
+ */
 export interface PoolLogger {
+  debug?(obj: unknown, msg?: string): void;
   info(obj: unknown, msg?: string): void;
   warn(obj: unknown, msg?: string): void;
   error(obj: unknown, msg?: string): void;
+}
+
+/** One line of a tree's `log` node, as logged by the service and given to AgentPool.onLog listeners. */
+export interface PoolLogEvent {
+  session: string;
+  /** The session tick that ran the node. */
+  tick: number;
+  agent: AgentId;
+  label: string;
+  tree: string | null;
+  /** The `log` node's number in its tree and its JSON path (null if unknown). */
+  node: number | null;
+  path: string | null;
+  level: 'debug' | 'info' | 'warn' | 'error';
+  message: string;
 }
 
 /** How to build a pool. */
@@ -168,4 +187,9 @@ export interface AgentPool {
   workerStats(): WorkerStats[];
   /** Stops the workers; pending ticks reject. */
   close(): Promise<void>;
+  /**
+   * Called on the main thread with every `log` node line that is logged (the same per-session per-tick cap),
+   * after the tick's decisions are merged; null: none. For tools such as the inspector's timeline.
+   */
+  onLog: ((event: PoolLogEvent) => void) | null;
 }
