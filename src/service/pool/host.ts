@@ -127,6 +127,7 @@ export class AgentHost {
       }
       s.agents[slot] = agent;
       s.observations[slot] = null;
+      this.progress?.step(); // spawning 50,000 agents takes a while: the watchdog sees it move
     }
   }
 
