@@ -3,7 +3,10 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { LOG_LINES_PER_TICK, createAgentPool, type PoolLogEvent, type PoolLogger } from '../../src/service/pool/index.js';
-import { writeFixture } from './harness.js';
+import { pino } from 'pino';
+import { defaultConfig } from '../../src/service/config.js';
+import { createServer } from '../../src/service/server.js';
+import { http, writeFixture } from './harness.js';
 
 const CHATTY = {
   root: {
@@ -88,4 +91,23 @@ describe.each([
       await pool.close();
     }
   });
+});
+
+test('the service logs a log node through its pino logger, from worker threads, at the node level', async () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const server = await createServer({ ...defaultConfig(), host: '127.0.0.1', port: 0, workers: 2, trees: fixture.trees }, { logger });
+  try {
+    const { port } = await server.listen();
+    const base = `http://127.0.0.1:${port}`;
+    const session = ((await http(base, 'POST', '/v1/sessions', { fields: ['x'] })).body as { session: string }).session;
+    await http(base, 'POST', `/v1/sessions/${session}/spawn`, { agents: [{ id: 4, tree: 'chatty', label: 'scout' }] });
+    expect((await http(base, 'POST', `/v1/sessions/${session}/tick`, { tick: 1, time: 0, agents: [[4, 42]] })).status).toBe(200);
+    const logged = lines.filter((l) => l.msg === '42');
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ level: 30, session, tick: 1, agent: 4, label: 'scout', tree: 'chatty', node: 1, path: 'root.children[0]' });
+    expect(lines.some((l) => l.msg === 'debug line')).toBe(false); // below the service's level
+  } finally {
+    await server.close();
+  }
 });
