@@ -62,7 +62,7 @@ describe('canopy validate', () => {
     await writeFile(join(bad, 'broken.json'), JSON.stringify({ root: { type: 'sequence', children: [{ type: 'sequnce' }] } }));
     const r = await run(['validate', bad]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/broken\.json: root\.children\[0\].*sequnce/);
+    expect(r.stderr).toMatch(/broken\.json:1:40: root\.children\[0\].*sequnce/);
   });
 });
 
