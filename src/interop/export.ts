@@ -73,6 +73,7 @@ function canopyTag(type: string): string {
 }
 
 function category(kind: NodeKind): ModelEntry['category'] {
+  if (kind.type === 'condition') return 'Condition';
   return kind.category === 'composite' ? 'Control' : kind.category === 'decorator' ? 'Decorator' : 'Action';
 }
 
@@ -116,7 +117,7 @@ function writeNode(node: NodeDefinition, depth: number, out: string[], catalog: 
     for (const c of kids) writeNode(c, d + 1, out, catalog, models);
     out.push(`${pad(d)}</${tag}>`);
   }
-  wrappers.forEach(([t], k) => out.push(`${pad(depth + wrappers.length - 1 - k)}</${t}>`));
+  wrappers.toReversed().forEach(([t], k) => out.push(`${pad(depth + wrappers.length - 1 - k)}</${t}>`));
 }
 
 /** The XML tag and attributes (besides name) of one node, recording TreeNodesModel entries it needs. */

@@ -145,8 +145,8 @@ function convertBase(el: XmlElement, ctx: ConvertContext): Node {
   const unsupported = UNSUPPORTED[el.tag];
   if (unsupported !== undefined) return fail(ctx, el, InteropErrorCode.XML_UNSUPPORTED, unsupported);
   const ports = portsOf(el, ctx);
-  const composite = (type: string, extra: Record<string, unknown> = {}): Node => {
-    onlyPorts(el, ctx, ports, []);
+  const composite = (type: string, extra: Record<string, unknown> = {}, allowed: readonly string[] = []): Node => {
+    onlyPorts(el, ctx, ports, allowed);
     const kids = children(el, ctx, 1);
     return named(el, { type, ...extra, children: kids ?? [] });
   };
@@ -166,12 +166,11 @@ function convertBase(el: XmlElement, ctx: ConvertContext): Node {
     case 'Parallel':
       return parallel(el, ctx, ports);
     case 'ParallelAll': {
-      onlyPorts(el, ctx, ports, ['max_failures']);
       const max = intPort(el, ctx, ports, 'max_failures', 1);
       if (max !== null && max !== 1) {
         return fail(ctx, el, InteropErrorCode.XML_UNSUPPORTED, `max_failures="${max}": Canopy's 'all' fails when any child failed (max_failures="1"); count failures in the blackboard with _onFailure scripts if you need more`);
       }
-      return composite('all');
+      return composite('all', {}, ['max_failures']);
     }
     case 'IfThenElse':
       return ifThenElse(el, ctx, ports);
