@@ -370,8 +370,9 @@ function whileDoElse(el: XmlElement, ctx: ConvertContext, ports: Map<string, str
     return fail(ctx, el, InteropErrorCode.XML_UNSUPPORTED, 'the first child of WhileDoElse must be a ScriptCondition: Canopy re-checks it every tick as an expression (a custom condition or a running node cannot be re-checked without halting the branch)');
   }
   const k = hiddenKey(ctx, 'whileDoElse');
-  const branches: Node[] = [guarded(d, `bb.${k}`)];
-  if (e !== undefined) branches.push(guarded(e, `!bb.${k}`));
+  // abort 'self': a running branch whose guard turned false is halted (BehaviorTree.CPP halts it too).
+  const branches: Node[] = [guarded(d, `bb.${k}`, 'self')];
+  if (e !== undefined) branches.push(guarded(e, `!bb.${k}`, 'self'));
   return named(el, {
     type: 'sequence',
     reactive: true,
@@ -379,10 +380,11 @@ function whileDoElse(el: XmlElement, ctx: ConvertContext, ports: Map<string, str
   });
 }
 
-/** `node` with guard `expr` added (joined with && when the node already has a guard without abort). */
-function guarded(node: Node, expr: string): Node {
-  if (node['if'] === undefined) return { ...node, if: expr };
-  return { type: 'sequence', if: expr, children: [node] };
+/** `node` with guard `expr` added (on a wrapping sequence when the node already has a guard of its own). */
+function guarded(node: Node, expr: string, abort?: 'self'): Node {
+  const guard = abort === undefined ? { if: expr } : { if: expr, abort };
+  if (node['if'] === undefined) return { ...node, ...guard };
+  return { type: 'sequence', ...guard, children: [node] };
 }
 
 function subtree(el: XmlElement, ctx: ConvertContext, ports: Map<string, string>): Node {
