@@ -38,7 +38,7 @@ export class Driver {
   /** Sets blackboard keys, delivers results (`{ Act: true }` = success for the running action named Act), ticks once. */
   tick(bb: Record<string, unknown> = {}, results: Record<string, boolean> = {}, period = 0.1): { issued: string[]; cancelled: string[]; done: string | undefined } {
     Object.assign(this.agent.bb, bb);
-    for (const [seq, name] of [...this.running]) {
+    for (const [seq, name] of this.running) {
       if (results[name] !== undefined && this.agent.deliverResult(seq, results[name])) this.running.delete(seq);
     }
     this.out.clear();
@@ -54,7 +54,7 @@ export class Driver {
       return name;
     });
     // Instant or finished actions are not running any more.
-    for (const seq of [...this.running.keys()]) if (!this.agent.inspect().actions.some((a) => a.seq === seq)) this.running.delete(seq);
+    for (const seq of this.running.keys()) if (!this.agent.inspect().actions.some((a) => a.seq === seq)) this.running.delete(seq);
     return { issued, cancelled, done: this.out.done[0]?.[1] };
   }
 }
