@@ -143,7 +143,12 @@ function convertBase(el: XmlElement, ctx: ConvertContext): Node {
     return convertBase({ ...el, tag: el.attrs['ID'] }, ctx);
   }
   const unsupported = UNSUPPORTED[el.tag];
-  if (unsupported !== undefined) return fail(ctx, el, InteropErrorCode.XML_UNSUPPORTED, unsupported);
+  if (unsupported !== undefined) {
+    fail(ctx, el, InteropErrorCode.XML_UNSUPPORTED, unsupported);
+    // The children are still read, so that every problem of the file is reported at once.
+    for (const c of el.children) convertNode(c, ctx);
+    return { type: 'succeed' };
+  }
   const ports = portsOf(el, ctx);
   const composite = (type: string, extra: Record<string, unknown> = {}, allowed: readonly string[] = []): Node => {
     onlyPorts(el, ctx, ports, allowed);
@@ -200,6 +205,7 @@ function convertBase(el: XmlElement, ctx: ConvertContext): Node {
       onlyPorts(el, ctx, ports, ['then_skip']);
       const skip = (ports.get('then_skip') ?? 'true').trim().toLowerCase();
       if (skip !== 'false') {
+        for (const c of el.children) convertNode(c, ctx);
         return fail(ctx, el, InteropErrorCode.XML_UNSUPPORTED, 'RunOnce with then_skip="true" (the default) returns SKIPPED after the first run, a status Canopy does not have; write then_skip="false" to repeat the first result (Canopy\'s once)');
       }
       return decorator('once');

@@ -44,7 +44,7 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
   const trees = new Map<string, TreeElement>();
   const models = new Map<string, NodeModel>();
   const main = readDocument(text, file, opts, { trees, models, errors, seen: new Set([resolve(file)]) }, true);
-  if (errors.length > 0) return { ok: false, errors };
+  if (errors.length > 0) return { ok: false, errors: sorted(errors) };
 
   const defs: Record<string, TreeDefinition> = {};
   const origins = new Map<string, { ctx: ConvertContext; root: object; el: XmlElement }>();
@@ -73,7 +73,7 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
     origins.set(name, { ctx, root, el: t.el });
     defs[name] = { root } as TreeDefinition;
   }
-  if (errors.length > 0) return { ok: false, errors };
+  if (errors.length > 0) return { ok: false, errors: sorted(errors) };
 
   // Blackboards: values written by Canopy's export, then every key the tree (or a caller, through ports) uses.
   for (const [name, t] of trees) {
@@ -91,7 +91,7 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
     const description = t.el.attrs['_description'] ?? t.el.attrs['canopy_description'];
     defs[name] = { ...(description ? { description } : {}), blackboard, root: tidyNode(defs[name]!.root) };
   }
-  if (errors.length > 0) return { ok: false, errors };
+  if (errors.length > 0) return { ok: false, errors: sorted(errors) };
 
   // Several trees share one file: tag the file name with the tree so each engine error finds its tree again.
   const files = Object.fromEntries([...trees].map(([n, t]) => [n, `${t.file}${TREE_TAG}${n}`]));
@@ -101,7 +101,10 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
       const [errorFile = e.file, tree = ''] = e.file.split(TREE_TAG);
       const o = origins.get(tree);
       const el = o ? elementAt(o.root, e.path, o.ctx.origin) ?? o.el : undefined;
-      const field = e.field ? ` (${e.field}${e.column !== undefined && el !== undefined ? `, column ${e.column} of the expression` : ''})` : '';
+      // Name the (translated) expression text: a designer who wrote a BehaviorTree.CPP script sees what Canopy read.
+      const value = o && e.field ? valueAt(o.root, e.path, e.field) : undefined;
+      const shown = typeof value === 'string' ? ` '${value}'` : '';
+      const field = e.field ? ` (${e.field}${shown}${e.column !== undefined ? `, column ${e.column}` : ''})` : '';
       return {
         code: e.code,
         file: errorFile,
@@ -222,4 +225,19 @@ function elementAt(root: object, path: string, origin: WeakMap<object, XmlElemen
     if (node !== null && typeof node === 'object') found = origin.get(node) ?? found;
   }
   return found;
+}
+
+/** The value of `field` (`expr`, `values.n`, `args.to`) of the node at `path`, to quote it in a message. */
+function valueAt(root: object, path: string, field: string): unknown {
+  let v: unknown = { root };
+  for (const part of [...path.split('.'), ...field.split('.')].flatMap((p) => p.split(/[[\]]/).filter(Boolean))) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[part];
+  }
+  return v;
+}
+
+/** Errors in file order: by file, then line and column (as a compiler lists them). */
+function sorted(errors: readonly InteropError[]): InteropError[] {
+  return errors.toSorted((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : (a.line ?? 0) - (b.line ?? 0) || (a.column ?? 0) - (b.column ?? 0)));
 }
