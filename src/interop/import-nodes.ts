@@ -108,7 +108,7 @@ function onlyPorts(el: XmlElement, ctx: ConvertContext, ports: Map<string, strin
 
 function named(el: XmlElement, node: Node): Node {
   const name = el.attrs['name'];
-  if (name !== undefined && name !== '' && name !== el.tag && node['name'] === undefined) node['name'] = name;
+  if (name !== undefined && name !== '' && node['name'] === undefined) node['name'] = name;
   return node;
 }
 
