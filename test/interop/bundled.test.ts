@@ -24,7 +24,9 @@ const stepArb = fc.record({
   results: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 3, maxLength: 3 }),
 });
 
-function decisions(t: CompiledTree, steps: readonly fc.infer<typeof stepArb>[]): string[] {
+type Step = typeof stepArb extends fc.Arbitrary<infer T> ? T : never;
+
+function decisions(t: CompiledTree, steps: readonly Step[]): string[] {
   const a = new Agent(t, 'npc', { seed: 4 });
   const out = new DecisionBuffer(true);
   const running = new Set<number>();
