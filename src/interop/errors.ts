@@ -14,8 +14,6 @@ export const InteropErrorCode = {
   XML_SCRIPT: 'E_XML_SCRIPT',
   /** An `<include>` that cannot be read. */
   XML_INCLUDE: 'E_XML_INCLUDE',
-  /** A Canopy tree that cannot be written as XML (export). */
-  XML_EXPORT: 'E_XML_EXPORT',
 } as const;
 export type InteropErrorCode = (typeof InteropErrorCode)[keyof typeof InteropErrorCode];
 
