@@ -30,7 +30,24 @@ export interface ConvertContext {
   readonly errors: InteropError[];
   /** The XML element each produced node came from, to map engine validation errors back to lines. */
   readonly origin: WeakMap<object, XmlElement>;
-  hidden: number;
+  /** Every SubTree element, checked once all trees are read (see subtrees.ts). */
+  readonly subtreeCalls: SubtreeCall[];
+  /** The tree was written by Canopy's export (it carries `canopy_blackboard`): its subtrees keep Canopy's semantics. */
+  readonly canopy: boolean;
+  /** Counter for hidden keys, shared by all trees of a file: one agent's trees share one blackboard. */
+  readonly hidden: { count: number };
+}
+
+/** One `<SubTree>` use: who calls which tree, with which ports (port → caller key when it is `{key}`). */
+export interface SubtreeCall {
+  readonly caller: string;
+  readonly tree: string;
+  readonly el: XmlElement;
+  readonly file: string;
+  readonly ports: ReadonlyMap<string, string | undefined>;
+  readonly autoremap: boolean;
+  /** Written by Canopy: one blackboard, args copied on entry, as the tree meant before export. */
+  readonly canopy: boolean;
 }
 
 /** Attributes BehaviorTree.CPP and Groot2 use for editing and bookkeeping: ignored. */
@@ -335,7 +352,7 @@ function setBlackboard(el: XmlElement, ctx: ConvertContext, ports: Map<string, s
 
 /** A fresh blackboard key for a translation that needs to remember a branch (IfThenElse, WhileDoElse). */
 function hiddenKey(ctx: ConvertContext, what: string): string {
-  const key = `_${what}${++ctx.hidden}`;
+  const key = `_${what}${++ctx.hidden.count}`;
   ctx.keys.add(key);
   return key;
 }
@@ -401,12 +418,16 @@ function subtree(el: XmlElement, ctx: ConvertContext, ports: Map<string, string>
   const args: Record<string, unknown> = {};
   const used = ctx.subtreePorts.get(id) ?? new Set<string>();
   ctx.subtreePorts.set(id, used);
+  const remaps = new Map<string, string | undefined>();
   for (const [port, text] of ports) {
     const v = readPort(text);
     if (v.key !== undefined) ctx.keys.add(v.key);
     args[port] = v.value;
     used.add(port);
+    remaps.set(port, v.key);
   }
+  const autoremap = (el.attrs['_autoremap'] ?? 'false').trim().toLowerCase() === 'true';
+  ctx.subtreeCalls.push({ caller: ctx.tree, tree: id, el, file: ctx.file, ports: remaps, autoremap, canopy: ctx.canopy });
   const node: Node = { type: 'subtree', tree: id };
   if (Object.keys(args).length > 0) node['args'] = args;
   return named(el, node);

@@ -4,7 +4,8 @@
 import { dirname, resolve } from 'node:path';
 import { NodeCatalog, TreeLibrary, type TreeDefinition } from '../bt/index.js';
 import { InteropErrorCode, type InteropError } from './errors.js';
-import { convertNode, type ConvertContext, type NodeModel } from './import-nodes.js';
+import { convertNode, type ConvertContext, type NodeModel, type SubtreeCall } from './import-nodes.js';
+import { checkSubtreeCalls } from './subtrees.js';
 import { tidyNode } from './tidy.js';
 import { readXml, type XmlElement } from './xml.js';
 
@@ -49,6 +50,8 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
   const defs: Record<string, TreeDefinition> = {};
   const origins = new Map<string, { ctx: ConvertContext; root: object; el: XmlElement }>();
   const subtreePorts = new Map<string, Set<string>>();
+  const subtreeCalls: SubtreeCall[] = [];
+  const hidden = { count: 0 };
   const keysByTree = new Map<string, Set<string>>();
   for (const [name, t] of trees) {
     const ctx: ConvertContext = {
@@ -61,7 +64,9 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
       subtreePorts,
       errors,
       origin: new WeakMap(),
-      hidden: 0,
+      subtreeCalls,
+      canopy: t.el.attrs['canopy_blackboard'] !== undefined,
+      hidden,
     };
     const nodes = t.el.children;
     if (nodes.length !== 1) {
@@ -73,6 +78,8 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
     origins.set(name, { ctx, root, el: t.el });
     defs[name] = { root } as TreeDefinition;
   }
+  if (errors.length > 0) return { ok: false, errors: sorted(errors) };
+  errors.push(...checkSubtreeCalls(subtreeCalls, keysByTree, subtreePorts, defs));
   if (errors.length > 0) return { ok: false, errors: sorted(errors) };
 
   // Blackboards: values written by Canopy's export, then every key the tree (or a caller, through ports) uses.

@@ -38,7 +38,13 @@ export function readXml(text: string): XmlReadResult {
     maxNestedTags: 400,
   });
   const lines = lineStarts(text);
-  const raw = parser.parse(text) as unknown[];
+  let raw: unknown[];
+  try {
+    raw = parser.parse(text) as unknown[];
+  } catch (err) {
+    // Past the validator, the parser still refuses some documents (nesting deeper than maxNestedTags).
+    return { ok: false, message: (err as Error).message, line: 1, column: 1 };
+  }
   return { ok: true, elements: convert(raw, lines) };
 }
 

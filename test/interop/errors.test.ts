@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { importXml } from '../../src/interop/index.js';
-import { doc, importErrors } from './drive.js';
+import { doc, importErrors, imported } from './drive.js';
 
 /** One tree whose root element starts at line 4, column 3 of the document. */
 const one = (node: string, models = ''): string => doc(`<BehaviorTree ID="T">\n  ${node}\n</BehaviorTree>${models}`);
@@ -90,5 +90,34 @@ describe('import errors', () => {
     expect(importErrors(doc('<include path="missing.xml"/>\n<BehaviorTree ID="T"><AlwaysSuccess/></BehaviorTree>'))).toEqual([
       "bad.xml:3:1: cannot read the included file 'missing.xml' [E_XML_INCLUDE]",
     ]);
+  });
+});
+
+describe('SubTree ports against one blackboard per agent', () => {
+  const model = '<TreeNodesModel><Action ID="Go"><input_port name="to"/></Action></TreeNodesModel>';
+  const two = (call: string, sub: string): string => doc(`<BehaviorTree ID="Main">\n  <Sequence><Script code="goal := 1; spot := 2"/>${call}</Sequence>\n</BehaviorTree>\n<BehaviorTree ID="Sub">${sub}</BehaviorTree>${model}`);
+
+  it('refuses a subtree writing a port that BehaviorTree.CPP would pass back to a differently named key', () => {
+    expect(importErrors(two('<SubTree ID="Sub" target="{goal}"/>', '<Script code="target := 5"/>'))).toEqual([
+      `bad.xml:4:50: <SubTree ID="Sub">: 'Sub' writes 'target', which BehaviorTree.CPP passes back to 'goal'; Canopy copies ports into the subtree only. Give the key the same name in both trees (target="{target}") [E_XML_UNSUPPORTED]`,
+    ]);
+  });
+
+  it('refuses keys both trees use without _autoremap (BehaviorTree.CPP keeps them apart), accepts them with it', () => {
+    expect(importErrors(two('<SubTree ID="Sub"/>', '<Go to="{spot}"/>'))[0]).toContain("'Main' and 'Sub' both use the key 'spot'");
+    expect(() => imported(two('<SubTree ID="Sub" _autoremap="true"/>', '<Go to="{spot}"/>'))).not.toThrow();
+    expect(() => imported(two('<SubTree ID="Sub" spot="{spot}"/>', '<Go to="{spot}"/>'))).not.toThrow();
+  });
+
+  it('refuses a port that would overwrite the caller\'s key of the same name', () => {
+    expect(importErrors(two('<SubTree ID="Sub" spot="{goal}"/>', '<Go to="{spot}"/>'))[0]).toContain("the port 'spot' would overwrite the caller's own key 'spot'");
+  });
+
+  it('an IfThenElse in a subtree and one in its caller do not share their branch memory', () => {
+    const r = imported(doc(`<BehaviorTree ID="Main"><IfThenElse><ScriptCondition code="a"/><SubTree ID="Sub" _autoremap="true"/><AlwaysFailure/></IfThenElse></BehaviorTree>
+      <BehaviorTree ID="Sub"><IfThenElse><ScriptCondition code="b"/><AlwaysSuccess/><AlwaysFailure/></IfThenElse></BehaviorTree>`));
+    const hidden = (t: string): string[] => Object.keys(r.trees[t]!.blackboard!).filter((k) => k.startsWith('_'));
+    expect(hidden('Main')).toEqual(['_ifThenElse1']);
+    expect(hidden('Sub')).toEqual(['_ifThenElse2']);
   });
 });
