@@ -448,6 +448,13 @@ function custom(el: XmlElement, ctx: ConvertContext, ports: Map<string, string>)
         fail(ctx, el, InteropErrorCode.XML_NODE, `unknown port '${k}' of ${kind.type}`);
         continue;
       }
+      // A BehaviorTree.CPP `{key}` reference given to an expression parameter reads that blackboard key.
+      const ref = spec.type === 'expression' ? /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(text) : null;
+      if (ref) {
+        ctx.keys.add(ref[1]!);
+        node[k] = `bb.${ref[1]!}`;
+        continue;
+      }
       const v = readParam(spec, text);
       if (!v.ok) fail(ctx, el, InteropErrorCode.XML_NODE, `${k}: ${v.message}`);
       else node[k] = v.value;

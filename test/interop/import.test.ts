@@ -68,7 +68,16 @@ describe('a BehaviorTree.CPP project file', () => {
 describe('a file saved by Groot2', () => {
   const text = fixture('groot2-saved.xml');
   const catalog = new NodeCatalog();
-  registerPlugin(catalog, { name: 'sentry', conditions: { IsEnemyVisible: { test: (ctx) => (ctx.self as { enemy?: boolean } | null)?.enemy === true } } });
+  registerPlugin(catalog, {
+    name: 'sentry',
+    conditions: {
+      IsEnemyVisible: { test: (ctx) => (ctx.self as { enemy?: boolean } | null)?.enemy === true },
+      InRange: {
+        params: { of: { type: 'expression', required: true, description: 'target' }, meters: { type: 'number', required: true, description: 'range' } },
+        test: (_ctx, p) => typeof p['of'] === 'number' && p['of'] <= (p['meters'] as number),
+      },
+    },
+  });
 
   it('ignores the editor attributes and model metadata Groot2 writes (_uid, _fullpath, _collapsed, editable, MetadataFields)', () => {
     const r = imported(text, catalog);
@@ -92,6 +101,13 @@ describe('a file saved by Groot2', () => {
         ],
       },
     });
+  });
+
+  it('a custom condition with ports becomes the plugin condition with those parameters ({key} reads the key)', () => {
+    const r = imported(doc('<BehaviorTree ID="T"><InRange of="{dist}" meters="5"/></BehaviorTree><TreeNodesModel><Condition ID="InRange"><input_port name="of"/><input_port name="meters"/></Condition></TreeNodesModel>'), catalog);
+    expect(r.trees['T']).toEqual({ blackboard: { dist: null }, root: { type: 'InRange', of: 'bb.dist', meters: 5 } });
+    const d = new Driver(r.library.get('T')!);
+    expect([d.tick({ dist: 3 }).done, d.tick({ dist: 8 }).done]).toEqual(['success', 'failure']);
   });
 
   it('runs: the custom condition is the plugin, the actions go to the game', () => {
