@@ -64,6 +64,7 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
       subtreePorts,
       errors,
       origin: new WeakMap(),
+      convert: (el) => convertNode(el, ctx),
       subtreeCalls,
       canopy: t.el.attrs['canopy_blackboard'] !== undefined,
       hidden,
