@@ -30,8 +30,6 @@ describe('translateScript', () => {
     ['x :=', "nothing is assigned to 'x'"],
     ['  ;  ', 'the script is empty'],
   ])('refuses %s', (src, message) => {
-    const r = translateScript(src);
-    expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.message).toContain(message);
+    expect(translateScript(src)).toEqual({ ok: false, message: expect.stringContaining(message) });
   });
 });
