@@ -18,6 +18,7 @@ export function subtree(el: XmlElement, ctx: ConvertContext, ports: Map<string, 
   ctx.subtreePorts.set(id, used);
   const remaps = new Map<string, string | undefined>();
   for (const [port, text] of ports) {
+    if (text === '') continue; // not set (Groot2 writes every declared port)
     const v = readPort(text);
     if (v.key !== undefined) ctx.keys.add(v.key);
     args[port] = v.value;
@@ -41,6 +42,8 @@ export function custom(el: XmlElement, ctx: ConvertContext, ports: Map<string, s
   if (kind !== undefined) {
     const node: Node = { type: kind.type };
     for (const [k, text] of ports) {
+      // Groot2 writes every declared port; an empty one is "not set" (a required one is then reported by validation).
+      if (text === '' && kind.params[k] !== undefined) continue;
       const spec: ParamSpec | undefined = kind.params[k];
       if (spec === undefined) {
         fail(ctx, el, InteropErrorCode.XML_NODE, `unknown port '${k}' of ${kind.type}`);

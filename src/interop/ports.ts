@@ -32,7 +32,8 @@ export function writePort(value: unknown): string {
   const lit = QUOTED.exec(value);
   if (lit) {
     const text = lit[1]!.replaceAll(/\\(.)/g, '$1');
-    if (readPort(text).value === quote(text) && quote(text) === value) return text;
+    // An empty attribute means "not set" (Groot2 writes every declared port), so the empty string keeps the = form.
+    if (text !== '' && readPort(text).value === quote(text) && quote(text) === value) return text;
   }
   return `=${value}`;
 }

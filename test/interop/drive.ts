@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { Agent, DecisionBuffer, NodeCatalog, type CompiledTree } from '../../src/bt/index.js';
 import { formatInteropError, importXml, type ImportedTrees, type InteropError } from '../../src/interop/index.js';
+import { readXml, type XmlElement } from '../../src/interop/xml.js';
 
 /** `<root BTCPP_format="4">…</root>` around tree elements. */
 export function doc(body: string): string {
@@ -57,4 +58,33 @@ export class Driver {
     for (const seq of this.running.keys()) if (!this.agent.inspect().actions.some((a) => a.seq === seq)) this.running.delete(seq);
     return { issued, cancelled, done: this.out.done[0]?.[1] };
   }
+}
+
+/** Re-serialises a document the way Groot2 saves it: every model port on every node, `_uid`s, another indentation. */
+export function asGroot2Saves(xml: string): string {
+  const parsed = readXml(xml);
+  if (!parsed.ok) throw new Error(parsed.message);
+  const root = parsed.elements[0]!;
+  const ports = new Map<string, string[]>();
+  for (const m of root.children.find((c) => c.tag === 'TreeNodesModel')?.children ?? []) {
+    ports.set(m.attrs['ID']!, m.children.map((p) => p.attrs['name']!));
+  }
+  let uid = 0;
+  const esc = (v: string): string => v.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('"', '&quot;').replaceAll('\n', '&#10;');
+  const write = (el: XmlElement, depth: number, inTree: boolean): string => {
+    const attrs: Record<string, string> = { ...el.attrs };
+    if (inTree) {
+      const id = el.tag === 'SubTree' ? el.attrs['ID']! : el.tag;
+      for (const p of ports.get(id) ?? []) attrs[p] ??= '';
+      attrs['_uid'] = String(++uid);
+    }
+    const a = Object.entries(attrs).map(([k, v]) => ` ${k}="${esc(v)}"`).join('');
+    const pad = '    '.repeat(depth);
+    const inner = el.children.map((c) => write(c, depth + 1, inTree || el.tag === 'BehaviorTree'));
+    const text = el.text === '' ? '' : esc(el.text);
+    if (inner.length === 0 && text === '') return `${pad}<${el.tag}${a}/>`;
+    if (inner.length === 0) return `${pad}<${el.tag}${a}>${text}</${el.tag}>`;
+    return `${pad}<${el.tag}${a}>\n${inner.join('\n')}\n${pad}</${el.tag}>`;
+  };
+  return `<?xml version="1.0" encoding="UTF-8"?>\n${write(root, 0, false)}\n`;
 }

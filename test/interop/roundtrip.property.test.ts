@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Agent, DecisionBuffer, NodeCatalog, Status, TreeLibrary, defineNode, type CompiledTree, type NodeDefinition, type TreeDefinition } from '../../src/bt/index.js';
 import { exportXml, formatInteropError, importXml } from '../../src/interop/index.js';
+import { asGroot2Saves } from './drive.js';
 
 /** Starts, ticks and halts of scripted leaves, in order. */
 const events: string[] = [];
@@ -56,7 +57,7 @@ function nodeArb(): fc.Arbitrary<NodeDefinition> {
           action: fc.constantFrom('walk', 'aim', 'Sequence', 'log', 'say-hi'),
           args: fc.dictionary(
             fc.constantFrom('to', 'speed', 'n', 'name', 'canopy_timeout'),
-            fc.constantFrom('bb.n', "'run'", "'3'", "'{x}'", "'=x'", 'bb.n + 1', '"dq"', 3, -1.5, true, null, [1, 'a'], { k: 'v' }),
+            fc.constantFrom('bb.n', "''", "'run'", "'3'", "'{x}'", "'=x'", 'bb.n + 1', '"dq"', 3, -1.5, true, null, [1, 'a'], { k: 'v' }),
             { maxKeys: 3 },
           ),
           options: fc.constantFrom({}, { instant: true }, { timeout: 0.3 }, { until: 'bb.f2' }, { timeout: 0.25, until: 'bb.n > 2 && bb.f0' }),
@@ -169,6 +170,9 @@ describe('export → import round trip', () => {
         expect(Object.keys(back.trees).toSorted()).toEqual(['main', 'sub-tree']);
         expect(back.trees['sub-tree']!.description).toBe('a subtree');
         expect(run(back.library.get('main')!, world)).toEqual(run(original.get('main')!, world));
+        // Saved again by Groot2 (every declared port written, empty when unset; _uid attributes): the same trees.
+        const saved = importXml(asGroot2Saves(xml), { file: 'saved.xml', catalog: testCatalog() });
+        expect(saved.ok && saved.trees).toEqual(back.trees);
         // Nothing drifts over repeated round trips (the first import only drops defaults written out explicitly).
         const again = exportXml(back.trees, { catalog: testCatalog(), main: 'main' });
         const twice = importXml(again, { file: 'rt2.xml', catalog: testCatalog() });
