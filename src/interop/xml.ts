@@ -34,6 +34,8 @@ export function readXml(text: string): XmlReadResult {
     allowBooleanAttributes: false,
     commentPropName: '#comment',
     captureMetaData: true,
+    // Numeric character references (&#10;, &#x9;) are XML, and the export writes them; without this they stay raw.
+    htmlEntities: true,
     // Trees nest deeper than the parser's default of 100 elements only in pathological files; engine caps depth anyway.
     maxNestedTags: 400,
   });

@@ -3,7 +3,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Agent, DecisionBuffer, NodeCatalog, Status, TreeLibrary, defineNode, type CompiledTree, type NodeDefinition, type TreeDefinition } from '../../src/bt/index.js';
+import { Agent, DecisionBuffer, NodeCatalog, Status, TreeLibrary, defineNode, walkDefinition, type CompiledTree, type NodeDefinition, type TreeDefinition } from '../../src/bt/index.js';
 import { exportXml, formatInteropError, importXml } from '../../src/interop/index.js';
 import { asGroot2Saves } from './drive.js';
 
@@ -42,7 +42,7 @@ function testCatalog(): NodeCatalog {
 }
 
 const FLAGS = ['f0', 'f1', 'f2'] as const;
-const BLACKBOARD = { f0: false, f1: false, f2: false, n: 0, label: 'a "quoted" <tag> & more' };
+const BLACKBOARD = { f0: false, f1: false, f2: false, n: 0, label: 'a "quoted" <tag> & more,\nover\ttwo lines' };
 const word = fc.constantFrom('success', 'failure', 'running');
 
 /** Random trees: the generator of test/bt/properties.test.ts, widened to every parameter the XML must carry. */
@@ -80,7 +80,7 @@ function nodeArb(): fc.Arbitrary<NodeDefinition> {
         failure: fc.integer({ min: 1, max: 4 }),
       })
       .map(({ type, reactive, children, guard, resetOnAbort, service, failure }) => {
-        const def: Record<string, unknown> = { type, name: `${type} "${children.length}"`, children };
+        const def: Record<string, unknown> = { type, name: `${type} "${children.length}"${children.length > 2 ? '\n\tsecond line' : ''}`, children };
         if (service >= 1) def['services'] = [{ every: 0.2, values: { n: 'bb.n + 1' } }];
         if (service >= 2) (def['services'] as unknown[]).push({ every: 0.3, values: { f1: '!bb.f1' } });
         if (type === 'sequence' || type === 'selector') def['reactive'] = reactive;
@@ -148,6 +148,12 @@ function run(t: CompiledTree, world: readonly WorldStep[]): string[] {
   });
 }
 
+function names(def: TreeDefinition): unknown[] {
+  const out: unknown[] = [];
+  walkDefinition(def.root, (n) => out.push(n['name']));
+  return out;
+}
+
 function library(defs: Record<string, TreeDefinition>): TreeLibrary {
   const r = TreeLibrary.fromDefinitions(defs, { catalog: testCatalog() });
   if (!r.ok) throw new Error(JSON.stringify(r.errors));
@@ -170,6 +176,8 @@ describe('export → import round trip', () => {
         expect(Object.keys(back.trees).toSorted()).toEqual(['main', 'sub-tree']);
         expect(back.trees['sub-tree']!.description).toBe('a subtree');
         expect(run(back.library.get('main')!, world)).toEqual(run(original.get('main')!, world));
+        // Names (shown in the debugger; quotes, <, &, newlines and tabs included) come back as written.
+        expect(names(back.trees['main']!)).toEqual(names(defs['main']!));
         // Saved again by Groot2 (every declared port written, empty when unset; _uid attributes): the same trees.
         const saved = importXml(asGroot2Saves(xml), { file: 'saved.xml', catalog: testCatalog() });
         expect(saved.ok && saved.trees).toEqual(back.trees);
