@@ -2,7 +2,7 @@
 // `Canopy*` nodes (declared in the TreeNodesModel) for the rest, so that export → Groot2 → import is lossless.
 
 import { BUILTIN_NODES, NodeCatalog, type NodeDefinition, type NodeKind, type ServiceDefinition, type TreeDefinition } from '../bt/index.js';
-import { ACTION_OPTIONS, CANOPY_PREFIX } from './import-nodes.js';
+import { ACTION_OPTIONS, CANOPY_PREFIX, CANOPY_TREE } from './import-nodes.js';
 import { writeParam, writePort } from './ports.js';
 
 export interface ExportOptions {
@@ -34,6 +34,10 @@ export function exportXml(trees: Readonly<Record<string, TreeDefinition>>, opts:
     if (nativeKinds.has(kind.type) || kind.type === 'action') continue;
     models.set(canopyTag(kind.type), { category: category(kind), ports: paramPorts(kind) });
   }
+  models.set(CANOPY_TREE, {
+    category: 'Decorator',
+    ports: new Map([['blackboard', "Canopy: the tree's blackboard keys and initial values (JSON); not a node at run time"], ['description', 'Canopy: what the tree does']]),
+  });
   models.set(`${CANOPY_PREFIX}Guard`, { category: 'Decorator', ports: new Map([['if', 'Guard expression: the child fails without being ticked when it is false'], ['abort', 'none, self, lower or both']]) });
   models.set(`${CANOPY_PREFIX}Service`, {
     category: 'Decorator',
@@ -44,12 +48,11 @@ export function exportXml(trees: Readonly<Record<string, TreeDefinition>>, opts:
   const body: string[] = [];
   for (const name of names) {
     const def = trees[name]!;
-    const attrs: [string, string][] = [['ID', name]];
-    if (def.description !== undefined) attrs.push(['_description', def.description]);
-    attrs.push(['canopy_blackboard', JSON.stringify(def.blackboard ?? {})]);
-    body.push(`  <BehaviorTree${attrText(attrs)}>`);
-    writeNode(def.root, 2, body, catalog, models);
-    body.push('  </BehaviorTree>');
+    const header: [string, string][] = [['blackboard', JSON.stringify(def.blackboard ?? {})]];
+    if (def.description !== undefined) header.push(['description', def.description]);
+    body.push(`  <BehaviorTree ID="${esc(name)}">`, `    <${CANOPY_TREE}${attrText(header)}>`);
+    writeNode(def.root, 3, body, catalog, models);
+    body.push(`    </${CANOPY_TREE}>`, '  </BehaviorTree>');
   }
   const out = ['<?xml version="1.0" encoding="UTF-8"?>', `<root BTCPP_format="4"${main === undefined ? '' : ` main_tree_to_execute="${esc(main)}"`}>`, ...body];
   out.push('  <TreeNodesModel>');

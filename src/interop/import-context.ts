@@ -32,7 +32,7 @@ export interface ConvertContext {
   readonly convert: (el: XmlElement) => Node;
   /** Every SubTree element, checked once all trees are read (see subtrees.ts). */
   readonly subtreeCalls: SubtreeCall[];
-  /** The tree was written by Canopy's export (it carries `canopy_blackboard`): its subtrees keep Canopy's semantics. */
+  /** The tree was written by Canopy's export (its root is a `<CanopyTree>`): its subtrees keep Canopy's semantics. */
   readonly canopy: boolean;
   /** Counter for hidden keys, shared by all trees of a file: one agent's trees share one blackboard. */
   readonly hidden: { count: number };
@@ -60,6 +60,8 @@ export const POST = ['_onSuccess', '_onFailure', '_post', '_onHalted'] as const;
 export const ACTION_OPTIONS = { timeout: 'canopy_timeout', until: 'canopy_until', instant: 'canopy_instant' } as const;
 /** Prefix of Canopy-specific node kinds in exported XML (`CanopyRandom`, `CanopyGuard`, …). */
 export const CANOPY_PREFIX = 'Canopy';
+/** The node around an exported tree's root that carries its blackboard and description. */
+export const CANOPY_TREE = `${CANOPY_PREFIX}Tree`;
 
 /** Records an error at the element (its line and column) and returns a placeholder node so conversion goes on. */
 export function fail(ctx: ConvertContext, el: XmlElement, code: string, message: string): Node {

@@ -2,12 +2,12 @@
 // docs/interop.md has the table and the documented differences (Repeat/Retry and Parallel timing, SubTree ports).
 
 import { custom, subtree } from './import-custom.js';
-import { children, fail, intPort, named, onlyPorts, portsOf, type ConvertContext, type Node } from './import-context.js';
+import { CANOPY_TREE, children, fail, intPort, named, onlyPorts, portsOf, type ConvertContext, type Node } from './import-context.js';
 import { applyConditions, ifThenElse, script, scriptCondition, setBlackboard, whileDoElse } from './import-scripts.js';
 import { InteropErrorCode } from './errors.js';
 import type { XmlElement } from './xml.js';
 
-export { ACTION_OPTIONS, CANOPY_PREFIX, type ConvertContext, type NodeModel, type SubtreeCall } from './import-context.js';
+export { ACTION_OPTIONS, CANOPY_PREFIX, CANOPY_TREE, type ConvertContext, type NodeModel, type SubtreeCall } from './import-context.js';
 
 const UNSUPPORTED: Readonly<Record<string, string>> = {
   SequenceWithMemory:
@@ -63,6 +63,9 @@ function convertBase(el: XmlElement, ctx: ConvertContext): Node {
     return named(el, { type, ...extra, child: kids?.[0] ?? { type: 'succeed' } });
   };
   switch (el.tag) {
+    case CANOPY_TREE:
+      for (const c of el.children) ctx.convert(c);
+      return fail(ctx, el, InteropErrorCode.XML_SHAPE, `${CANOPY_TREE} carries a tree's blackboard and description; keep it directly under <BehaviorTree>, around the root node`);
     case 'Sequence':
       return composite('sequence');
     case 'ReactiveSequence':

@@ -4,7 +4,7 @@
 import { dirname, resolve } from 'node:path';
 import { NodeCatalog, TreeLibrary, type TreeDefinition } from '../bt/index.js';
 import { InteropErrorCode, type InteropError } from './errors.js';
-import { convertNode, type ConvertContext, type NodeModel, type SubtreeCall } from './import-nodes.js';
+import { CANOPY_TREE, convertNode, type ConvertContext, type NodeModel, type SubtreeCall } from './import-nodes.js';
 import { checkSubtreeCalls } from './subtrees.js';
 import { tidyNode } from './tidy.js';
 import { readXml, type XmlElement } from './xml.js';
@@ -53,7 +53,15 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
   const subtreeCalls: SubtreeCall[] = [];
   const hidden = { count: 0 };
   const keysByTree = new Map<string, Set<string>>();
+  const headers = new Map<string, TreeHeader>();
   for (const [name, t] of trees) {
+    const nodes = t.el.children;
+    if (nodes.length !== 1) {
+      errors.push(at(t.file, t.el, name, InteropErrorCode.XML_SHAPE, `<BehaviorTree ID="${name}"> must hold exactly one root node, found ${nodes.length}`));
+      continue;
+    }
+    const header = readHeader(nodes[0]!, t.file, name, errors);
+    headers.set(name, header);
     const ctx: ConvertContext = {
       file: t.file,
       tree: name,
@@ -66,15 +74,11 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
       origin: new WeakMap(),
       convert: (el) => convertNode(el, ctx),
       subtreeCalls,
-      canopy: t.el.attrs['canopy_blackboard'] !== undefined,
+      canopy: header.canopy,
       hidden,
     };
-    const nodes = t.el.children;
-    if (nodes.length !== 1) {
-      errors.push(at(t.file, t.el, name, InteropErrorCode.XML_SHAPE, `<BehaviorTree ID="${name}"> must hold exactly one root node, found ${nodes.length}`));
-      continue;
-    }
-    const root = convertNode(nodes[0]!, ctx);
+    if (header.root === undefined) continue;
+    const root = convertNode(header.root, ctx);
     keysByTree.set(name, ctx.keys);
     origins.set(name, { ctx, root, el: t.el });
     defs[name] = { root } as TreeDefinition;
@@ -85,21 +89,13 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
 
   // Blackboards: values written by Canopy's export, then every key the tree (or a caller, through ports) uses.
   for (const [name, t] of trees) {
-    const blackboard: Record<string, unknown> = {};
-    const given = t.el.attrs['canopy_blackboard'];
-    if (given !== undefined) {
-      try {
-        Object.assign(blackboard, JSON.parse(given) as Record<string, unknown>);
-      } catch {
-        errors.push(at(t.file, t.el, name, InteropErrorCode.XML_SHAPE, "canopy_blackboard is not a JSON object; fix it or remove it (keys then start as null)"));
-      }
-    }
+    const header = headers.get(name)!;
+    const blackboard: Record<string, unknown> = { ...header.blackboard };
     const keys = [...(keysByTree.get(name) ?? []), ...(subtreePorts.get(name) ?? [])].toSorted();
     for (const k of keys) if (!(k in blackboard)) blackboard[k] = null;
-    const description = t.el.attrs['_description'] ?? t.el.attrs['canopy_description'];
+    const description = header.description ?? t.el.attrs['_description'];
     defs[name] = { ...(description ? { description } : {}), blackboard, root: tidyNode(defs[name]!.root) };
   }
-  if (errors.length > 0) return { ok: false, errors: sorted(errors) };
 
   // Several trees share one file: tag the file name with the tree so each engine error finds its tree again.
   const files = Object.fromEntries([...trees].map(([n, t]) => [n, `${t.file}${TREE_TAG}${n}`]));
@@ -125,6 +121,42 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
   const names = Object.keys(defs);
   const chosen = main !== undefined && defs[main] !== undefined ? main : names.length === 1 ? names[0]! : names[0]!;
   return { ok: true, trees: defs, main: chosen, library: result.library };
+}
+
+/** What a `<CanopyTree>` around a tree's root carries (Canopy's export writes one; BehaviorTree.CPP files have none). */
+interface TreeHeader {
+  readonly canopy: boolean;
+  readonly root: XmlElement | undefined;
+  readonly blackboard: Readonly<Record<string, unknown>>;
+  readonly description: string | undefined;
+}
+
+/**
+ * `<CanopyTree blackboard description>` holds a Canopy tree's declared blackboard (with initial values) and its
+ * description. It is a node (not attributes of <BehaviorTree>) so that Groot2 keeps it, shows it, and lets a
+ * designer edit the initial values.
+ */
+function readHeader(el: XmlElement, file: string, tree: string, errors: InteropError[]): TreeHeader {
+  if (el.tag !== CANOPY_TREE) return { canopy: false, root: el, blackboard: {}, description: undefined };
+  const bad = (message: string): TreeHeader => {
+    errors.push(at(file, el, tree, InteropErrorCode.XML_SHAPE, `<${CANOPY_TREE}>: ${message}`));
+    return { canopy: true, root: undefined, blackboard: {}, description: undefined };
+  };
+  if (el.children.length !== 1) return bad(`must hold exactly one root node, found ${el.children.length}`);
+  const text = el.attrs['blackboard'] ?? '';
+  let blackboard: unknown = {};
+  if (text !== '') {
+    try {
+      blackboard = JSON.parse(text) as unknown;
+    } catch {
+      blackboard = null;
+    }
+  }
+  if (blackboard === null || typeof blackboard !== 'object' || Array.isArray(blackboard)) {
+    return bad("'blackboard' must be a JSON object of key → initial value, like {\"ammo\": 10}");
+  }
+  const description = el.attrs['description'];
+  return { canopy: true, root: el.children[0], blackboard: blackboard as Record<string, unknown>, description: description === '' ? undefined : description };
 }
 
 interface Collect {
