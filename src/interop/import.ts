@@ -14,7 +14,7 @@ export interface ImportedTrees {
   readonly ok: true;
   /** Tree name (BehaviorTree ID) → Canopy definition, ready to be written as a tree file. */
   readonly trees: Readonly<Record<string, TreeDefinition>>;
-  /** `main_tree_to_execute`, or the only tree, or the first one. */
+  /** `main_tree_to_execute`, or the first tree of the file itself (not of its includes). */
   readonly main: string;
   readonly library: TreeLibrary;
 }
@@ -44,7 +44,11 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
   const errors: InteropError[] = [];
   const trees = new Map<string, TreeElement>();
   const models = new Map<string, NodeModel>();
-  const main = readDocument(text, file, opts, { trees, models, errors, seen: new Set([resolve(file)]) }, true);
+  const top = readDocument(text, file, opts, { trees, models, errors, seen: new Set([resolve(file)]) });
+  const main = top?.attrs['main_tree_to_execute'];
+  if (top !== undefined && main !== undefined && errors.length === 0 && !trees.has(main)) {
+    errors.push(at(file, top, undefined, InteropErrorCode.XML_SHAPE, `main_tree_to_execute="${main}" names no <BehaviorTree> of this file or its includes`));
+  }
   if (errors.length > 0) return { ok: false, errors: sorted(errors) };
 
   const defs: Record<string, TreeDefinition> = {};
@@ -119,7 +123,9 @@ export function importXml(text: string, opts: ImportOptions = {}): ImportResult 
     }) };
   }
   const names = Object.keys(defs);
-  const chosen = main !== undefined && defs[main] !== undefined ? main : names.length === 1 ? names[0]! : names[0]!;
+  // Without main_tree_to_execute: the first tree of the file itself (included files come first in reading order).
+  const own = names.find((n) => trees.get(n)!.file === file);
+  const chosen = main ?? own ?? names[0]!;
   return { ok: true, trees: defs, main: chosen, library: result.library };
 }
 
@@ -166,8 +172,8 @@ interface Collect {
   readonly seen: Set<string>;
 }
 
-/** Reads one document's trees, models and includes; returns its main_tree_to_execute. */
-function readDocument(text: string, file: string, opts: ImportOptions, c: Collect, top: boolean): string | undefined {
+/** Reads one document's trees, models and includes; returns its <root> element. */
+function readDocument(text: string, file: string, opts: ImportOptions, c: Collect): XmlElement | undefined {
   const parsed = readXml(text);
   if (!parsed.ok) {
     c.errors.push({ code: InteropErrorCode.XML_PARSE, file, line: parsed.line, column: parsed.column, message: `the file is not valid XML: ${parsed.message}` });
@@ -204,7 +210,7 @@ function readDocument(text: string, file: string, opts: ImportOptions, c: Collec
         c.errors.push(at(file, el, undefined, InteropErrorCode.XML_SHAPE, `<${el.tag}> is not expected inside <root>: a file holds <BehaviorTree>, <TreeNodesModel> and <include> elements`));
     }
   }
-  return top ? root.attrs['main_tree_to_execute'] : undefined;
+  return root;
 }
 
 function readModels(models: XmlElement, file: string, c: Collect): void {
@@ -247,7 +253,7 @@ function readInclude(el: XmlElement, file: string, opts: ImportOptions, c: Colle
     c.errors.push(at(file, el, undefined, InteropErrorCode.XML_INCLUDE, `cannot read the included file '${path}'`));
     return;
   }
-  readDocument(text, full, opts, c, false);
+  readDocument(text, full, opts, c);
 }
 
 function at(file: string, el: XmlElement, tree: string | undefined, code: string, message: string): InteropError {

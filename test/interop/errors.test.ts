@@ -121,3 +121,9 @@ describe('SubTree ports against one blackboard per agent', () => {
     expect(hidden('Sub')).toEqual(['_ifThenElse2']);
   });
 });
+
+it('main_tree_to_execute must name a tree', () => {
+  expect(importErrors('<root BTCPP_format="4" main_tree_to_execute="Mian">\n<BehaviorTree ID="Main"><AlwaysSuccess/></BehaviorTree></root>')).toEqual([
+    'bad.xml:1:1: main_tree_to_execute="Mian" names no <BehaviorTree> of this file or its includes [E_XML_SHAPE]',
+  ]);
+});

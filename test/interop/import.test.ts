@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NodeCatalog, registerPlugin } from '../../src/bt/index.js';
+import { importXml } from '../../src/interop/index.js';
 import { Driver, doc, imported } from './drive.js';
 
 const FIXTURES = join(import.meta.dirname, 'fixtures');
@@ -239,5 +240,18 @@ describe('node semantics after import (BehaviorTree.CPP behaviour, tick by tick)
     const d = new Driver(r.library.get('Main')!);
     d.tick();
     expect(d.out.actions[0]![3]).toEqual({ to: 7, speed: 2.5, label: 'fast' });
+  });
+});
+
+describe('<include>', () => {
+  it('reads included files relative to the including file, once each, even when they include each other', () => {
+    const files: Record<string, string> = {
+      '/p/main.xml': '<root BTCPP_format="4"><include path="sub/a.xml"/><BehaviorTree ID="Main"><SubTree ID="A" _autoremap="true"/></BehaviorTree></root>',
+      '/p/sub/a.xml': '<root BTCPP_format="4"><include path="../main.xml"/><include path="b.xml"/><BehaviorTree ID="A"><SubTree ID="B" _autoremap="true"/></BehaviorTree></root>',
+      '/p/sub/b.xml': '<root BTCPP_format="4"><include path="./a.xml"/><BehaviorTree ID="B"><AlwaysSuccess/></BehaviorTree></root>',
+    };
+    const r = importXml(files['/p/main.xml']!, { file: '/p/main.xml', readFile: (p) => files[p] });
+    expect(r.ok && Object.keys(r.trees).toSorted()).toEqual(['A', 'B', 'Main']);
+    expect(r.ok && r.main).toBe('Main');
   });
 });
