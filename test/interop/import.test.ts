@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NodeCatalog, registerPlugin } from '../../src/bt/index.js';
-import { importXml } from '../../src/interop/index.js';
+import { exportXml, importXml } from '../../src/interop/index.js';
 import { Driver, doc, imported } from './drive.js';
 
 const FIXTURES = join(import.meta.dirname, 'fixtures');
@@ -59,6 +59,12 @@ describe('a BehaviorTree.CPP project file', () => {
       seconds: 2.5,
       child: { type: 'sequence', children: [{ type: 'action', action: 'Pick', args: { item: 'bb.item' } }, { type: 'set', values: { picked: 'true' } }] },
     });
+  });
+
+  it('exported again and re-imported, it gives the same Canopy trees', () => {
+    const again = importXml(exportXml(r.trees, { main: r.main }), { file: 'again.xml' });
+    expect(again.ok && again.trees).toEqual(r.trees);
+    expect(again.ok && again.main).toBe('Main');
   });
 
   it('checks and compiles every imported tree with the engine', () => {
