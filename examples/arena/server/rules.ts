@@ -18,7 +18,7 @@ export const RULES = {
   raiderHoldDistance: 3,
   /** Raiders hurt NPCs within this distance. */
   raiderRange: 6,
-  raiderDps: 9,
+  raiderDps: 14,
   /** Shots hit within this distance. */
   shotRange: 8,
   /** NPCs see enemies (and raiders see NPCs) within this distance. */

@@ -28,7 +28,7 @@ export class Samples {
   summary(): { n: number; p50: number; p99: number; max: number } {
     const n = Math.min(this.count, this.ring.length);
     if (n === 0) return { n: 0, p50: 0, p99: 0, max: 0 };
-    const sorted = this.ring.slice(0, n).sort();
+    const sorted = this.ring.slice(0, n).toSorted();
     const at = (q: number): number => sorted[Math.min(n - 1, Math.floor(q * n))]!;
     return { n: this.count, p50: at(0.5), p99: at(0.99), max: sorted[n - 1]! };
   }

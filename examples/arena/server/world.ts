@@ -122,7 +122,7 @@ export class ArenaWorld {
       this.homeY[i] = hy;
       this.x[i] = hx;
       this.y[i] = hy;
-      this.hp[i] = 60 + this.random() * 40;
+      this.hp[i] = 35 + this.random() * 65;
       this.pos.push([hx, hy]);
       this.enemyPos.push([0, 0]);
       this.slot.push([hx, hy]);

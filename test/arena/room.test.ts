@@ -1,0 +1,70 @@
+// The arena room headless against a real Canopy service: NPCs move, chase and flee; every action the
+// game started ends exactly once (a result the game sent, or a cancel from the service); no errors.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ActionResult, Decisions } from '../../src/client/index.js';
+import { startBoth, until, type Running } from './harness.js';
+
+describe('arena room', () => {
+  let run: Running;
+  beforeAll(async () => {
+    run = await startBoth(200);
+  }, 30_000);
+  afterAll(async () => {
+    await run?.close();
+  });
+
+  it('runs NPCs through chases and flees; every action ends exactly once; no errors', async () => {
+    const room = run.arena.room;
+    const world = room.world;
+    // The ledger of actions, from the game's side: started by decisions, ended by our result or their cancel.
+    const running = new Map<string, number>();
+    const ended = new Map<string, 'result' | 'cancel'>();
+    const twice: string[] = [];
+    const unknownEnds: string[] = [];
+    let staleCancels = 0;
+    run.arena.room.link.client.on('decisions', (d: Decisions) => {
+      // The link applied these already (it subscribed first): mirror them in the ledger.
+      for (const [id, seq] of d.cancels) {
+        const key = `${String(id)}:${seq}`;
+        if (running.has(key)) {
+          running.delete(key);
+          ended.set(key, 'cancel');
+        } else if (ended.get(key) === 'result') staleCancels++; // the race documented in docs/integration.md
+        else unknownEnds.push(`cancel ${key}`);
+      }
+      for (const [id, seq, action] of d.actions) if (action !== 'aim' && action !== 'face') running.set(`${String(id)}:${seq}`, room.tick);
+    });
+    const step = world.step.bind(world);
+    world.step = (dt: number) => {
+      step(dt);
+      for (const [id, seq] of world.results() as readonly ActionResult[]) {
+        const key = `${String(id)}:${seq}`;
+        if (ended.has(key)) twice.push(key);
+        else if (!running.delete(key)) unknownEnds.push(`result ${key}`);
+        ended.set(key, 'result');
+      }
+    };
+    const x0 = Float64Array.from(world.x);
+    const y0 = Float64Array.from(world.y);
+    const from = room.tick;
+    // A few seconds of game time (ticks, not wall time), and at least one chase and one flee.
+    await until(() => room.tick - from >= 100 && world.counters.chases > 0 && world.counters.flees > 0, 30_000, () => `chases and flees: ${JSON.stringify(room.stats())}`);
+    expect(room.tick - from).toBeGreaterThanOrEqual(100);
+
+    let moved = 0;
+    for (let i = 0; i < world.size; i++) if (Math.hypot(world.x[i]! - x0[i]!, world.y[i]! - y0[i]!) > 1) moved++;
+    expect(moved).toBeGreaterThan(world.size / 4);
+    expect(world.counters.chases).toBeGreaterThan(0);
+    expect(world.counters.flees).toBeGreaterThan(0);
+    expect(ended.size).toBeGreaterThan(50);
+    expect(twice).toEqual([]);
+    expect(unknownEnds).toEqual([]);
+    // What the ledger says is running is exactly what the world has running.
+    const inWorld = new Set(world.running().map(([id, seq]) => `${id}:${seq}`));
+    for (const key of running.keys()) expect(inWorld.has(key)).toBe(true);
+    expect(staleCancels).toBe(world.counters.staleCancels);
+    expect(run.arena.room.link.problems).toEqual([]);
+    expect(run.arena.room.link.counters).toMatchObject({ agentErrors: 0, serviceErrors: 0 });
+  }, 40_000);
+});
