@@ -38,11 +38,20 @@ const TYPES: Record<string, string> = {
 /** Starts Colyseus with the arena room on `host:port` and creates the room (it connects to Canopy). */
 export async function startArena(options: StartArenaOptions): Promise<Arena> {
   const http = createServer();
-  // Colyseus answers its own routes (/matchmake/...); every other GET is a file of the page.
-  if (options.staticDir !== undefined) http.on('request', (req, res) => serveStatic(options.staticDir!, req, res));
   const server = new Server({ transport: new WebSocketTransport({ server: http }), greet: false });
   server.define('arena', ArenaRoom);
   await server.listen(options.port ?? 0, options.host ?? '127.0.0.1');
+  const staticDir = options.staticDir;
+  if (staticDir !== undefined) {
+    // Colyseus answers every request it is given (404 for unknown paths): give it its own routes
+    // (/matchmake/..., health checks) and serve the page's files for every other GET.
+    const colyseus = http.listeners('request') as Array<(req: IncomingMessage, res: ServerResponse) => void>;
+    http.removeAllListeners('request');
+    http.on('request', (req: IncomingMessage, res: ServerResponse) => {
+      if (req.method === 'GET' && !(req.url ?? '/').startsWith('/matchmake') && !(req.url ?? '/').startsWith('/__')) serveStatic(staticDir, req, res);
+      else for (const listener of colyseus) listener.call(http, req, res);
+    });
+  }
   const { port } = http.address() as AddressInfo;
   const cache = await matchMaker.createRoom('arena', options);
   const room = matchMaker.getLocalRoomById(cache.roomId) as ArenaRoom;
@@ -62,7 +71,6 @@ async function closeAll(server: Server, http: HttpServer): Promise<void> {
 
 function serveStatic(root: string, req: IncomingMessage, res: ServerResponse): void {
   const path = (req.url ?? '/').split('?')[0]!;
-  if (req.method !== 'GET' || path.startsWith('/matchmake')) return;
   const rel = normalize(decodeURIComponent(path === '/' ? '/index.html' : path)).replace(/^([/\\])+/, '');
   const file = join(root, rel);
   if (!file.startsWith(root + sep) || !existsSync(file) || !statSync(file).isFile()) {

@@ -40,6 +40,8 @@ export class CanopyLink {
   readonly counters: LinkCounters = { frames: 0, actions: 0, cancels: 0, agentErrors: 0, serviceErrors: 0, reconnects: 0, respawns: 0, heldResults: 0 };
   /** Lateness of decisions: receipt − send time of the snapshot they were based on (ms). */
   readonly lateness = new Samples(4096);
+  /** The same over the last 200 frames (the page's figures). */
+  readonly recentLateness = new Samples(200);
   /** The first problem of each kind, for the room's log and the tests. */
   readonly problems: string[] = [];
   private rows: RowWriter;
@@ -132,7 +134,9 @@ export class CanopyLink {
     c.actions += d.actions.length;
     c.cancels += d.cancels.length;
     if (d.basedOn !== undefined && d.basedOn > this.lastTick - RING && d.basedOn <= this.lastTick && d.basedOn > 0) {
-      this.lateness.record(performance.now() - this.sentAt[d.basedOn % RING]!);
+      const late = performance.now() - this.sentAt[d.basedOn % RING]!;
+      this.lateness.record(late);
+      this.recentLateness.record(late);
     }
     if (d.errors.length > 0) {
       c.agentErrors += d.errors.length;

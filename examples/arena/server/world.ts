@@ -117,7 +117,9 @@ export class ArenaWorld {
     for (let i = 0; i < size; i++) {
       const k = kindOf(i);
       this.kind[i] = k;
-      const [hx, hy] = this.freeSpot();
+      // Squad members live near their squad's first member (formation slots are around its home).
+      const sq = k === KINDS.SQUAD ? squadIndex(i) : -1;
+      const [hx, hy] = sq >= 0 && sq % 8 !== 0 ? this.freeSpotNear(this.homeX[squadMember(sq - (sq % 8))]!, this.homeY[squadMember(sq - (sq % 8))]!) : this.freeSpot();
       this.homeX[i] = hx;
       this.homeY[i] = hy;
       this.x[i] = hx;
@@ -533,6 +535,15 @@ export class ArenaWorld {
       const py = 4 + this.random() * (this.height - 8);
       if (!this.inWall(px, py)) return [px, py];
     }
+  }
+
+  private freeSpotNear(cx: number, cy: number): [number, number] {
+    for (let tries = 0; tries < 20; tries++) {
+      const px = this.clampX(cx + (this.random() - 0.5) * 16);
+      const py = this.clampY(cy + (this.random() - 0.5) * 16);
+      if (!this.inWall(px, py)) return [px, py];
+    }
+    return this.freeSpot();
   }
 
   private clampX(v: number): number {

@@ -41,7 +41,6 @@ const COLOURS: Record<string, string> = {
   fire: '#ff5c5c',
   other: '#38bdf8',
 };
-const TEAM_EDGE: Record<string, string> = { guard: '#ff7b72', follower: '#ffa657', squad: '#79c0ff' };
 
 const canvas = document.getElementById('arena') as HTMLCanvasElement;
 const ctx = canvas.getContext('2d')!;
@@ -65,7 +64,7 @@ const room: Room = await new Client(window.location.origin).join('arena');
 room.onMessage('setup', (s: Setup) => {
   setup = s;
   screen = new Float32Array(s.labels.length * 2);
-  status.textContent = `${s.labels.length} NPCs at ${s.hz} Hz · Canopy session ${s.session}`;
+  status.textContent = `${s.labels.length} NPCs at ${s.hz} Hz · Canopy session ${s.session.slice(0, 8)}…`;
   legend(s.actions);
 });
 room.onMessage('frame', (f: Frame) => {
@@ -80,10 +79,17 @@ room.onLeave(() => (status.textContent = 'disconnected from the arena'));
 
 function legend(actions: string[]): void {
   const ul = document.getElementById('legend')!;
+  const teams = ['▲ Red Team grunts (guard)', '◆ Red Team escorts (follower)', '● Blue Team squads (squad)', '▪ raiders · ◯ you'];
   ul.replaceChildren(
     ...actions.map((a) => {
       const li = document.createElement('li');
       li.innerHTML = `<i style="background:${COLOURS[a] ?? COLOURS.other}"></i>${a}`;
+      return li;
+    }),
+    ...teams.map((t) => {
+      const li = document.createElement('li');
+      li.className = 'team';
+      li.textContent = t;
       return li;
     }),
   );
@@ -179,7 +185,7 @@ function draw(): void {
   // Interpolate between the last two frames (they come at half the tick rate).
   const a = prev && prev.length === cur.length ? Math.min(1, (performance.now() - curAt) / (2000 / s.hz)) : 1;
   const n = s.labels.length;
-  const size = Math.max(2.5, Math.min(6, scale * 1.2));
+  const size = Math.max(3.2, Math.min(7, scale * 1.6));
   ctx.lineWidth = 1;
   for (let i = 0; i < n; i++) {
     const o = i * STRIDE;
@@ -193,23 +199,25 @@ function draw(): void {
     const action = s.actions[codes & 0xff] !== 'idle' && (codes & 0xff) !== 0 ? s.actions[codes & 0xff]! : (s.actions[codes >> 8] ?? 'idle');
     const colour = COLOURS[action] ?? COLOURS.other!;
     if (cur[o + 2] !== NONE) {
-      ctx.strokeStyle = colour + '66';
+      ctx.strokeStyle = colour + '55';
       ctx.beginPath();
       ctx.moveTo(sx, sy);
       ctx.lineTo(X(cur[o + 2]!), Y(cur[o + 3]!));
       ctx.stroke();
     }
     ctx.fillStyle = colour;
-    ctx.strokeStyle = i === hovered ? '#ffffff' : (TEAM_EDGE[s.trees[i]!] ?? '#ffffff');
+    ctx.strokeStyle = i === hovered ? '#ffffff' : '#0b0e12';
     shape(s.trees[i]!, sx, sy, i === hovered ? size * 1.8 : size);
   }
 
   // Raiders and players.
-  ctx.fillStyle = '#e6e8eb';
+  ctx.fillStyle = '#f0f3f6';
+  ctx.strokeStyle = '#ff5c5c';
   for (let k = 0; k < frame.raiders.length; k += 2) {
     const rx = X(frame.raiders[k]!);
     const ry = Y(frame.raiders[k + 1]!);
-    ctx.fillRect(rx - 1.5, ry - 1.5, 3, 3);
+    ctx.fillRect(rx - 2, ry - 2, 4, 4);
+    ctx.strokeRect(rx - 2.5, ry - 2.5, 5, 5);
   }
   for (const [id, px, py] of frame.players) {
     ctx.beginPath();
