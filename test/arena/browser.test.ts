@@ -14,7 +14,7 @@ const CHROMIUM = '/usr/bin/chromium';
 
 /** What the tests read of the page (its `window.arena` hook and the canvas); no DOM types in the test project. */
 interface Win {
-  arena: { tick(): number; count(): number; npcOnScreen(i: number): [number, number] };
+  arena: { tick(): number; count(): number; hovered(): number; npcOnScreen(i: number): [number, number] };
   document: { querySelector(s: 'canvas'): { width: number; height: number; getContext(k: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } } };
 }
 
@@ -70,23 +70,25 @@ describe('arena in the browser', () => {
       await page.waitForFunction((t) => (globalThis as unknown as Win).arena.tick() >= t + 300, t0, { timeout: 60_000 });
       writeFileSync(process.env.ARENA_SCREENSHOT, await page.screenshot());
     }
-  }, 40_000);
+  }, 90_000);
 
   it('opens the clicked NPC in Canopy', async () => {
-    // Click where NPC 7 (a squad member) is drawn; the page opens its inspection in a new tab.
-    const agent = 7;
-    const [x, y] = await page.evaluate((i) => (globalThis as unknown as Win).arena.npcOnScreen(i), agent);
-    const popup = page.context().waitForEvent('page', { timeout: 10_000 });
-    // The NPC may have moved since: hover first so the click lands on the freshest position.
+    // Aim at NPC 0 (a Red Team grunt); the NPC under the pointer (the page's hover) is the one the click opens.
+    const [x, y] = await page.evaluate(() => (globalThis as unknown as Win).arena.npcOnScreen(0));
     await page.mouse.move(x, y);
-    const [fx, fy] = await page.evaluate((i) => (globalThis as unknown as Win).arena.npcOnScreen(i), agent);
-    await page.mouse.click(fx, fy);
+    const agent = await page.evaluate(() => (globalThis as unknown as Win).arena.hovered());
+    expect(agent).toBeGreaterThanOrEqual(0);
+    const label = await page.locator('#tip b').innerText();
+    const popup = page.context().waitForEvent('page', { timeout: 10_000 });
+    await page.mouse.click(x, y);
     const tab = await popup;
     await tab.waitForLoadState();
     const session = run.arena.room.link.session;
     expect(tab.url()).toBe(`${run.canopyHttp}/v1/sessions/${session}/agents/${agent}`);
-    const body = JSON.parse(await tab.locator('body').innerText()) as Record<string, unknown>;
-    expect(JSON.stringify(body)).toContain('Blue Team/Squad 1/0');
+    // The inspection names the agent the tooltip named.
+    const body = await tab.locator('body').innerText();
+    expect(JSON.parse(body)).toBeTypeOf('object');
+    expect(body).toContain(label);
     await tab.close();
   }, 30_000);
 });

@@ -23,17 +23,21 @@ describe('arena room', () => {
     const twice: string[] = [];
     const unknownEnds: string[] = [];
     let staleCancels = 0;
+    const staleBefore = world.counters.staleCancels;
+    // The room has been running since start-up: the ledger opens with what runs now.
+    for (const [id, seq] of world.running()) running.set(`${id}:${seq}`, room.tick);
     run.arena.room.link.client.on('decisions', (d: Decisions) => {
-      // The link applied these already (it subscribed first): mirror them in the ledger.
+      // The link applied these already (it subscribed first): mirror them in the ledger. Starts
+      // first, so that an action started and cancelled in the same frame ends by its cancel.
+      for (const [id, seq, action] of d.actions) if (action !== 'aim' && action !== 'face') running.set(`${String(id)}:${seq}`, room.tick);
       for (const [id, seq] of d.cancels) {
         const key = `${String(id)}:${seq}`;
         if (running.has(key)) {
           running.delete(key);
           ended.set(key, 'cancel');
-        } else if (ended.get(key) === 'result') staleCancels++; // the race documented in docs/integration.md
+        } else if (ended.get(key) === 'result') staleCancels++; // the crossing documented in docs/integration.md §5
         else unknownEnds.push(`cancel ${key}`);
       }
-      for (const [id, seq, action] of d.actions) if (action !== 'aim' && action !== 'face') running.set(`${String(id)}:${seq}`, room.tick);
     });
     const step = world.step.bind(world);
     world.step = (dt: number) => {
@@ -62,8 +66,9 @@ describe('arena room', () => {
     expect(unknownEnds).toEqual([]);
     // What the ledger says is running is exactly what the world has running.
     const inWorld = new Set(world.running().map(([id, seq]) => `${id}:${seq}`));
-    for (const key of running.keys()) expect(inWorld.has(key)).toBe(true);
-    expect(staleCancels).toBe(world.counters.staleCancels);
+    expect([...inWorld].filter((key) => !running.has(key))).toEqual([]);
+    expect([...running.keys()].filter((key) => !inWorld.has(key))).toEqual([]);
+    expect(staleCancels).toBeLessThanOrEqual(world.counters.staleCancels - staleBefore);
     expect(run.arena.room.link.problems).toEqual([]);
     expect(run.arena.room.link.counters).toMatchObject({ agentErrors: 0, serviceErrors: 0 });
   }, 40_000);

@@ -119,7 +119,13 @@ export class ArenaWorld {
       this.kind[i] = k;
       // Squad members live near their squad's first member (formation slots are around its home).
       const sq = k === KINDS.SQUAD ? squadIndex(i) : -1;
-      const [hx, hy] = sq >= 0 && sq % 8 !== 0 ? this.freeSpotNear(this.homeX[squadMember(sq - (sq % 8))]!, this.homeY[squadMember(sq - (sq % 8))]!) : this.freeSpot();
+      // Escorts start around the centre, where players enter.
+      const [hx, hy] =
+        sq >= 0 && sq % 8 !== 0
+          ? this.freeSpotNear(this.homeX[squadMember(sq - (sq % 8))]!, this.homeY[squadMember(sq - (sq % 8))]!)
+          : k === KINDS.ESCORT
+            ? this.freeSpotNear(this.width / 2, this.height / 2, 60)
+            : this.freeSpot();
       this.homeX[i] = hx;
       this.homeY[i] = hy;
       this.x[i] = hx;
@@ -145,7 +151,7 @@ export class ArenaWorld {
     this.ralive = new Uint8Array(raiders);
     this.rnext = new Float64Array(raiders);
     // First raids spread over the first seconds so the arena wakes up quickly but not in lockstep.
-    for (let r = 0; r < raiders; r++) this.rnext[r] = this.random() * 4;
+    for (let r = 0; r < raiders; r++) this.rnext[r] = 0.5 + this.random() * 6;
     this.grid = new Grid(this.width, this.height, RULES.sightRange, raiders);
     this.npcGrid = new Grid(this.width, this.height, RULES.sightRange, size);
   }
@@ -224,18 +230,25 @@ export class ArenaWorld {
 
   /** Applies one `decisions`: cancels first (a tree that aborts one action and starts another sends both), then starts. */
   apply(actions: readonly ActionDecision[], cancels: readonly CancelDecision[]): void {
+    // An action can be started and cancelled in the same decisions (its `until` was already true,
+    // or the service ran several ticks since the last frame): it never starts here.
+    let cancelledNew: Set<string> | undefined;
     for (const [id, seq] of cancels) {
       const i = this.index(id);
       if (i < 0) continue;
       this.counters.cancels++;
       if (this.moveDoing[i] !== Doing.NOTHING && this.moveSeq[i] === seq) this.stopMove(i);
       else if (this.handDoing[i] !== Doing.NOTHING && this.handSeq[i] === seq) this.stopHand(i);
+      else if (actions.length > 0) (cancelledNew ??= new Set()).add(`${i}:${seq}`);
       else this.counters.staleCancels++;
     }
     for (const [id, seq, action, args] of actions) {
       const i = this.index(id);
-      if (i >= 0) this.start(i, seq, action, args as Record<string, unknown>);
+      if (i < 0) continue;
+      if (cancelledNew?.delete(`${i}:${seq}`) === true) continue;
+      this.start(i, seq, action, args as Record<string, unknown>);
     }
+    if (cancelledNew !== undefined) this.counters.staleCancels += cancelledNew.size;
   }
 
   /** Running actions, as `[id, seq]` (tests: every one of them ends exactly once). */
@@ -439,11 +452,12 @@ export class ArenaWorld {
   }
 
   private spawnRaider(r: number): void {
-    // Raiders come in from a random edge.
-    const edge = Math.floor(this.random() * 4);
-    const u = this.random();
-    this.rx[r] = edge === 0 ? 1 : edge === 1 ? this.width - 1 : u * this.width;
-    this.ry[r] = edge === 2 ? 1 : edge === 3 ? this.height - 1 : u * this.height;
+    // Raiders appear 12–24 m from a random NPC (as the load generator's enemies do) and close in.
+    const i = Math.floor(this.random() * this.size);
+    const angle = this.random() * 2 * Math.PI;
+    const d = 12 + this.random() * 12;
+    this.rx[r] = this.clampX(this.x[i]! + Math.cos(angle) * d);
+    this.ry[r] = this.clampY(this.y[i]! + Math.sin(angle) * d);
     this.rhp[r] = 100;
     this.ralive[r] = 1;
   }
@@ -537,10 +551,10 @@ export class ArenaWorld {
     }
   }
 
-  private freeSpotNear(cx: number, cy: number): [number, number] {
+  private freeSpotNear(cx: number, cy: number, spread = 16): [number, number] {
     for (let tries = 0; tries < 20; tries++) {
-      const px = this.clampX(cx + (this.random() - 0.5) * 16);
-      const py = this.clampY(cy + (this.random() - 0.5) * 16);
+      const px = this.clampX(cx + (this.random() - 0.5) * spread);
+      const py = this.clampY(cy + (this.random() - 0.5) * spread);
       if (!this.inWall(px, py)) return [px, py];
     }
     return this.freeSpot();

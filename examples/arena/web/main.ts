@@ -260,6 +260,7 @@ Object.assign(window, {
     npcOnScreen: (i: number): [number, number] => [screen[2 * i]!, screen[2 * i + 1]!],
     count: () => screen.length / 2,
     tick: () => frame?.tick ?? 0,
+    hovered: () => hovered,
     inspectUrl: (i: number) => (setup ? inspectUrl(setup.canopyHttp, setup.session, i) : ''),
   },
 });
