@@ -1,11 +1,10 @@
 // `npm run demo`: starts Canopy and the arena together on loopback and prints the one URL to open.
 // Flags: --npcs N (default 300), --hz N (default 20), --port N (arena, default 2567; 0: any free port).
-// Canopy's own settings come from CANOPY_* variables as for `npm start` (its port defaults to any free one).
+// Canopy runs as its own process; CANOPY_* variables configure it as for `npm start`, except its host and
+// port (loopback, any free one) and trees (the bundled ones: the arena needs guard, follower and squad).
 
 import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
-import { parseConfig } from '../../src/service/config.js';
-import { createServer } from '../../src/service/server.js';
+import { startCanopyProcess } from './canopy-process.js';
 import { startArena } from './server/arena.js';
 
 function flag(name: string, fallback: number): number {
@@ -22,14 +21,13 @@ function flag(name: string, fallback: number): number {
 const npcs = flag('npcs', 300);
 const hz = flag('hz', 20);
 const port = flag('port', 2567);
-const repo = fileURLToPath(new URL('../../', import.meta.url));
 
-const config = parseConfig([], { CANOPY_HOST: '127.0.0.1', CANOPY_PORT: '0', CANOPY_LOG_LEVEL: 'warn', CANOPY_TREES: `${repo}trees`, ...process.env });
-const canopy = await createServer(config, { logger: pino({ level: config.logLevel }) });
-const { port: canopyPort } = await canopy.listen();
+// Canopy runs in its own process, as it would next to a real game server (they share no event loop).
+const canopy = await startCanopyProcess();
+const canopyPort = canopy.port;
 const arena = await startArena({
-  canopyUrl: `ws://127.0.0.1:${canopyPort}/v1/ws`,
-  canopyHttp: `http://127.0.0.1:${canopyPort}`,
+  canopyUrl: canopy.wsUrl,
+  canopyHttp: canopy.http,
   npcs,
   hz,
   host: '127.0.0.1',

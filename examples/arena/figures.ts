@@ -4,10 +4,7 @@
 // Lives here, not in bench/: bench/ is compiled into the service's build, the arena is not.
 
 import { availableParallelism, cpus, loadavg } from 'node:os';
-import { fileURLToPath } from 'node:url';
-import { pino } from 'pino';
-import { defaultConfig } from '../../src/service/config.js';
-import { createServer } from '../../src/service/server.js';
+import { startCanopyProcess } from './canopy-process.js';
 import { startArena } from './server/arena.js';
 
 const arg = (name: string, fallback: number): number => {
@@ -17,12 +14,10 @@ const arg = (name: string, fallback: number): number => {
 const npcs = arg('npcs', 5000);
 const warmupS = arg('warmup', 10);
 const measureS = arg('seconds', 30);
-const repo = fileURLToPath(new URL('../../', import.meta.url));
 
-const config = { ...defaultConfig(), host: '127.0.0.1', port: 0, logLevel: 'warn' as const, trees: `${repo}trees` };
-const canopy = await createServer(config, { logger: pino({ level: 'warn' }) });
-const { port } = await canopy.listen();
-const arena = await startArena({ canopyUrl: `ws://127.0.0.1:${port}/v1/ws`, canopyHttp: `http://127.0.0.1:${port}`, npcs, hz: 20 });
+// Canopy in its own process (its default worker count: one per core), the arena in this one.
+const canopy = await startCanopyProcess();
+const arena = await startArena({ canopyUrl: canopy.wsUrl, canopyHttp: canopy.http, npcs, hz: 20 });
 const room = arena.room;
 const sleep = (s: number): Promise<void> => new Promise((r) => setTimeout(r, s * 1000));
 
@@ -37,7 +32,7 @@ const s = room.stats();
 const f = (v: number): string => v.toFixed(1);
 const ticks = s.tick - before.tick;
 console.log(`machine: ${cpus()[0]?.model ?? '?'} × ${availableParallelism()}, Node ${process.version}, load average ${loadavg().map((v) => v.toFixed(1)).join(' ')} (shared with other work)`);
-console.log(`arena: ${npcs} NPCs at 20 Hz, Canopy workers ${config.workers}; warm-up ${warmupS} s, measured ${f(elapsed)} s`);
+console.log(`arena: ${npcs} NPCs at 20 Hz, Canopy in its own process with its default workers (one per core); warm-up ${warmupS} s, measured ${f(elapsed)} s`);
 console.log(`room ticks: ${ticks} (${f(ticks / elapsed)} per second; 20 due)`);
 console.log(`room tick time (world step + rows + snapshot): p50 ${f(s.tickTime.p50)} ms, p99 ${f(s.tickTime.p99)} ms, max ${f(s.tickTime.max)} ms (budget 50 ms)`);
 console.log(`Canopy lateness (decisions received − send of the snapshot they used): p50 ${f(s.lateness.p50)} ms, p99 ${f(s.lateness.p99)} ms, max ${f(s.lateness.max)} ms over ${s.lateness.n} decisions frames`);

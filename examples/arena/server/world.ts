@@ -87,8 +87,8 @@ export class ArenaWorld {
   constructor(size: number, seed = 1) {
     this.size = size;
     this.rng = (seed >>> 0) || 1;
-    // About 400 square units per NPC: crowded enough to meet raiders, sparse enough to see.
-    const side = Math.max(120, Math.round(Math.sqrt(size * 400)));
+    // About 250 square metres per NPC: crowded enough to meet raiders, sparse enough to see.
+    const side = Math.max(100, Math.round(Math.sqrt(size * 250)));
     this.width = Math.round(side * 1.6);
     this.height = side;
     const f = (): Float64Array => new Float64Array(size);
