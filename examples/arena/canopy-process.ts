@@ -25,6 +25,9 @@ export async function startCanopyProcess(env: Record<string, string> = {}): Prom
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // If this process ends without closing it (an uncaught error), Canopy must not outlive it.
+  const orphaned = (): void => void child.kill('SIGTERM');
+  process.once('exit', orphaned);
   const port = await new Promise<number>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`canopy exited (${String(code)}) before listening`)));
     // Canopy logs JSON lines: take the port from 'canopy listening', then pass on warnings and errors only.
@@ -51,6 +54,7 @@ export async function startCanopyProcess(env: Record<string, string> = {}): Prom
     close: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
+      process.off('exit', orphaned);
     },
   };
 }
