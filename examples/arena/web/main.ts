@@ -132,7 +132,8 @@ canvas.addEventListener('mouseleave', () => {
   tip.hidden = true;
 });
 canvas.addEventListener('click', (e) => {
-  const i = pick(e.clientX, e.clientY);
+  // The NPC the tooltip names, if any: NPCs keep moving under a still pointer.
+  const i = hovered >= 0 ? hovered : pick(e.clientX, e.clientY);
   if (i >= 0 && setup) window.open(inspectUrl(setup.canopyHttp, setup.session, i), '_blank');
 });
 
