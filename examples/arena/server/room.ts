@@ -1,4 +1,4 @@
-// The arena room (Colyseus): a 20 Hz simulation loop whose NPCs are Canopy agents. Each tick steps
+// The arena room (Colyseus): a 20 Hz fixed-timestep simulation loop whose NPCs are Canopy agents. Each tick steps
 // the world, pushes the NPCs' rows and finished actions to Canopy; decisions arrive on the link's own
 // events. Browsers joining the room get the map once, then a packed frame of every NPC 10 times a second.
 
@@ -76,7 +76,9 @@ export class ArenaRoom extends Room {
       p.vx = clampUnit(vx);
       p.vy = clampUnit(vy);
     });
-    this.setSimulationInterval(() => this.step(), 1000 / this.hz);
+    // Colyseus's fixed timestep: every step advances the same 1/hz of game time, and a late frame
+    // runs the steps it missed (a few at most), so game time keeps up with the wall clock.
+    this.setFixedTimestep((step) => this.step(step.dt), this.hz);
   }
 
   override onJoin(client: Client): void {
@@ -111,10 +113,10 @@ export class ArenaRoom extends Room {
   }
 
   /** One game tick. */
-  private step(): void {
+  private step(dt: number): void {
     const started = performance.now();
     const n = ++this.tick;
-    this.world.step(1 / this.hz);
+    this.world.step(dt);
     this.link.push(n);
     if (n % this.frameEvery === 0 && this.clients.length > 0) this.sendFrame();
     const took = performance.now() - started;
