@@ -37,6 +37,7 @@ console.log(`room ticks: ${ticks} (${f(ticks / elapsed)} per second; 20 due)`);
 console.log(`room tick time (world step + rows + snapshot): p50 ${f(s.tickTime.p50)} ms, p99 ${f(s.tickTime.p99)} ms, max ${f(s.tickTime.max)} ms (budget 50 ms)`);
 console.log(`Canopy lateness (decisions received − send of the snapshot they used): p50 ${f(s.lateness.p50)} ms, p99 ${f(s.lateness.p99)} ms, max ${f(s.lateness.max)} ms over ${s.lateness.n} decisions frames`);
 console.log(`actions started ${s.world.started - before.started}, results ${s.world.results - before.results}, cancels ${s.world.cancels - before.cancels} (stale ${s.world.staleCancels - before.staleCancels}), chases ${s.world.chases - before.chases}, flees ${s.world.flees - before.flees}`);
+console.log(`decisions frames received ${s.link.frames - before.frames} (${f((s.link.frames - before.frames) / elapsed)} per second)`);
 console.log(`errors: service ${s.link.serviceErrors}, agents ${s.link.agentErrors}; problems: ${room.link.problems.length === 0 ? 'none' : room.link.problems.join(' | ')}`);
 await arena.close();
 await canopy.close();
