@@ -2,7 +2,7 @@
 // screenshots, and clicking one opens its inspection in Canopy. ARENA_SCREENSHOT=<file> saves the
 // README's picture (docs/img/arena.png).
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -11,6 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO, startBoth, type Running } from './harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
+/** As the inspector's browser tests: skipped on a machine without Debian's chromium, never in CI (`CI=true`). */
+const hasChromium = existsSync(CHROMIUM) || process.env['CI'] === 'true';
 
 /** What the tests read of the page (its `window.arena` hook and the canvas); no DOM types in the test project. */
 interface Win {
@@ -18,7 +20,7 @@ interface Win {
   document: { querySelector(s: 'canvas'): { width: number; height: number; getContext(k: '2d'): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } } };
 }
 
-describe('arena in the browser', () => {
+describe.skipIf(!hasChromium)('arena in the browser (needs /usr/bin/chromium)', () => {
   let run: Running;
   let browser: Browser;
   let page: Page;
