@@ -1,6 +1,7 @@
 // The arena room headless against a real Canopy service: NPCs move, chase and flee; every action the
 // game started ends exactly once (a result the game sent, or a cancel from the service); no errors.
 
+import { Client } from '@colyseus/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ActionResult, Decisions } from '../../src/client/index.js';
 import { startBoth, until, type Running } from './harness.js';
@@ -71,5 +72,39 @@ describe('arena room', () => {
     expect(staleCancels).toBeLessThanOrEqual(world.counters.staleCancels - staleBefore);
     expect(run.arena.room.link.problems).toEqual([]);
     expect(run.arena.room.link.counters).toMatchObject({ agentErrors: 0, serviceErrors: 0 });
+  }, 40_000);
+
+  it('a player who joins gets the map and frames, walks, and is chased by Red Team', async () => {
+    const room = run.arena.room;
+    const world = room.world;
+    // A real Colyseus client, as the browser page uses, from Node.
+    const player = await new Client(run.arena.url).join('arena');
+    try {
+      const setup = new Promise<{ labels: string[]; session: string; you: string }>((resolve) => player.onMessage('setup', resolve));
+      let frames = 0;
+      let seenSelf = false;
+      player.onMessage('frame', (f: { players: Array<[string, number, number]>; npcs: Uint8Array }) => {
+        frames++;
+        if (f.players.some(([id]) => id === player.sessionId) && f.npcs.byteLength === world.size * 12) seenSelf = true;
+      });
+      const s = await setup;
+      expect(s.labels).toHaveLength(world.size);
+      expect(s.labels[0]).toBe('Red Team/Grunts/0');
+      expect(s.labels[7]).toBe('Blue Team/Squad 1/0');
+      expect(s.session).toBe(room.link.session);
+      expect(s.you).toBe(player.sessionId);
+      // Walk east for a moment.
+      const me = world.players.get(player.sessionId)!;
+      const x0 = me.x;
+      player.send('move', { vx: 1, vy: 0 });
+      await until(() => me.x > x0 + 2, 10_000, 'the player to walk');
+      player.send('move', { vx: 0, vy: 0 });
+      // Grunts within sight of the player run at it (the guard's chase branch).
+      const chases = world.counters.playerChases;
+      await until(() => world.counters.playerChases > chases && frames > 0 && seenSelf, 20_000, () => `a chase of the player: ${JSON.stringify(world.counters)}, ${frames} frames`);
+    } finally {
+      await player.leave();
+    }
+    await until(() => world.players.size === 0, 10_000, 'the player to leave');
   }, 40_000);
 });

@@ -18,6 +18,8 @@ export interface WorldCounters {
   staleCancels: number;
   /** Action names started, by name (chase, flee... are visible as moveTo-to-enemy and flee). */
   chases: number;
+  /** Chases whose target is a player (Red Team hunts players). */
+  playerChases: number;
   flees: number;
   shots: number;
   deaths: number;
@@ -40,7 +42,7 @@ export class ArenaWorld {
   readonly walls: readonly Wall[];
   /** Cover spots: a point beside each wall end (`world.cover` for the take-cover subtree). */
   readonly cover: ReadonlyArray<readonly [number, number]>;
-  readonly counters: WorldCounters = { started: 0, results: 0, cancels: 0, staleCancels: 0, chases: 0, flees: 0, shots: 0, deaths: 0, raidersKilled: 0 };
+  readonly counters: WorldCounters = { started: 0, results: 0, cancels: 0, staleCancels: 0, chases: 0, playerChases: 0, flees: 0, shots: 0, deaths: 0, raidersKilled: 0 };
   readonly players = new Map<string, Player>();
   /** Game time, seconds. */
   time = 0;
@@ -297,7 +299,10 @@ export class ArenaWorld {
         } else if (action === 'crouch') {
           this.moveDoing[i] = Doing.CROUCH; // until the tree's `until` cancels it
         } else if (to) {
-          if (a.speed === 'run' && this.kind[i] === KINDS.GRUNT && this.enemyOf[i] !== NONE) this.counters.chases++;
+          if (a.speed === 'run' && this.kind[i] === KINDS.GRUNT && this.enemyOf[i] !== NONE) {
+            this.counters.chases++;
+            if (this.enemyOf[i]! < 0) this.counters.playerChases++;
+          }
           this.moveDoing[i] = Doing.MOVE;
           this.moveSpeed[i] = a.speed === 'sprint' ? RULES.sprintSpeed : a.speed === 'run' ? RULES.runSpeed : RULES.walkSpeed;
         } else if (typeof a.waypoint === 'number') {
