@@ -86,11 +86,9 @@ describe.skipIf(!hasChromium)('arena in the browser (needs /usr/bin/chromium)', 
     const tab = await popup;
     await tab.waitForLoadState();
     const session = run.arena.room.link.session;
-    expect(tab.url()).toBe(`${run.canopyHttp}/v1/sessions/${session}/agents/${agent}`);
-    // The inspection names the agent the tooltip named.
-    const body = await tab.locator('body').innerText();
-    expect(JSON.parse(body)).toBeTypeOf('object');
-    expect(body).toContain(label);
+    expect(tab.url()).toBe(`${run.canopyHttp}/inspector/#/session/${session}/agent/${agent}`);
+    // The inspector watches the agent the tooltip named: its label heads the agent view.
+    await expect.poll(() => tab.locator('h2.agent-label').innerText(), { timeout: 15_000 }).toBe(label);
     await tab.close();
   }, 30_000);
 });

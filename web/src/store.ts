@@ -80,6 +80,8 @@ class Store {
   private socket: WebSocket | null = null;
   private retry = 0;
   private agentsAsked = 0;
+  /** The page's link (location.hash) was followed. */
+  private linked = false;
 
   subscribe(l: Listener): () => void {
     this.listeners.add(l);
@@ -178,10 +180,27 @@ class Store {
     return frames.find((f) => f.tick === cursor) ?? frames.at(-1) ?? null;
   }
 
+  /**
+   * A link into the page (`/inspector/#/session/<id>/agent/<agent>`, e.g. from a game's debug view) opens
+   * that session and watches that agent, once, on the first hello. An agent written in decimal digits is
+   * an integer id, as in the HTTP routes.
+   */
+  private followLink(): void {
+    const m = /^#\/session\/([^/]+)(?:\/agent\/([^/]+))?$/.exec(location.hash);
+    if (m === null || this.linked) return;
+    this.linked = true;
+    this.selectSession(decodeURIComponent(m[1]!));
+    if (m[2] === undefined) return;
+    const raw = decodeURIComponent(m[2]);
+    const agent: AgentId = /^(0|[1-9]\d{0,14})$/.test(raw) ? Number(raw) : raw;
+    this.watch(agent, '');
+  }
+
   private receive(msg: Record<string, unknown>): void {
     switch (msg.t) {
       case 'hello':
-        return this.set({ trees: msg.trees as TreeView[], sessions: msg.sessions as SessionSample[] });
+        this.set({ trees: msg.trees as TreeView[], sessions: msg.sessions as SessionSample[] });
+        return this.followLink();
       case 'history': {
         const charts = new Map(this.state.charts);
         charts.set(msg.session as string, msg.samples as SessionSample[]);
