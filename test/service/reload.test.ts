@@ -5,7 +5,9 @@
 import { rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { CanopyClient } from '../../src/client/index.js';
 import { verifyRecording } from '../../src/record/index.js';
+import { crashWorkerForTests } from '../../src/service/pool/index.js';
 import { http, RawClient, start, writeFixture, type Frame, type Running } from './harness.js';
 
 /** v1: patrols (a long action) with `alert` as argument. */
@@ -180,6 +182,36 @@ describe('PUT and DELETE /v1/trees/:name', () => {
     const { client } = await RawClient.hello(running.wsUrl, { mode: 'lockstep' }, { headers: auth });
     const spawned = await client.request({ t: 'spawn', agents: [{ id: 1, tree: 'guard', reload: 'later' }] }, 'spawned');
     expect(spawned.errors).toEqual([expect.objectContaining({ id: 1, code: 'E_BAD_FIELD', message: expect.stringContaining('spawn.agents[0].reload') })]);
+    await client.close();
+  });
+});
+
+describe('after a reload', () => {
+  let fixture: Awaited<ReturnType<typeof writeFixture>>;
+  let running: Running;
+
+  beforeAll(async () => {
+    fixture = await writeFixture({ guard: GUARD_V1, idle: IDLE });
+    running = await start({ trees: fixture.trees, workers: 2 });
+  });
+
+  afterAll(async () => {
+    await running.close();
+    await fixture.remove();
+  });
+
+  test('the TypeScript client emits `trees`; a replacement worker loads the installed trees, not the folder', async () => {
+    const client = await CanopyClient.connect(running.wsUrl, { mode: 'lockstep', reconnect: false });
+    const heard = new Promise((resolve) => client.on('trees', resolve));
+    expect((await http(running.base, 'PUT', '/v1/trees/scout', { root: { type: 'action', action: 'look', instant: true } })).status).toBe(200);
+    expect(await heard).toMatchObject({ tree: 'scout', version: 1, removed: false, restarted: 0, kept: 0 });
+    // The folder has no scout.json: a worker started now must still know the tree (else it fails to load).
+    await crashWorkerForTests(running.server.pool, 1);
+    await crashWorkerForTests(running.server.pool, 0);
+    expect(await client.spawn([{ id: 1, tree: 'scout' }, { id: 2, tree: 'scout' }])).toEqual({ ids: [1, 2], errors: [] });
+    const d = await client.lockstep({ tick: 1, time: 0 });
+    expect(d.actions.map((a) => [a[0], a[2]])).toEqual([[1, 'look'], [2, 'look']]);
+    expect(running.server.pool.workerStats().map((w) => w.agents)).toEqual([1, 1]);
     await client.close();
   });
 });
