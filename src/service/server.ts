@@ -96,7 +96,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     { pool, metrics, logger, maxAgents: config.maxAgents, sessionCreated: (s) => recordings.sessionCreated(s) },
     config.resumeGraceMs,
   );
-  const live = new LiveTrees(library, { dir: config.trees, policy: config.reload, pool, logger, metrics, listener: reloadListener(sessions, recordings) });
+  const live = new LiveTrees(library, { dir: config.trees, policy: config.reload, pool, logger, metrics, listener: reloadListener(sessions, recordings, validation) });
   const watcher = config.watch ? watchFolder(config.trees, () => live.reloadFolder(), logger) : null;
   const ctx: ServiceContext = {
     config,

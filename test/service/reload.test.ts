@@ -172,6 +172,9 @@ describe('PUT and DELETE /v1/trees/:name', () => {
     expect(spawn.errors).toEqual([expect.objectContaining({ id: 9, code: 'E_UNKNOWN_TREE' })]);
     // A new tree over HTTP, spawned at once.
     expect((await http(running.base, 'PUT', '/v1/trees/scout', { root: { type: 'action', action: 'look', instant: true } }, auth)).status).toBe(200);
+    // Validation resolves subtrees among the trees in use now.
+    const checked = await http(running.base, 'POST', '/v1/trees/validate', { root: { type: 'subtree', tree: 'scout' } }, auth);
+    expect(checked.body).toMatchObject({ valid: true });
     await client.request({ t: 'spawn', agents: [{ id: 10, tree: 'scout' }] }, 'spawned');
     const third = await client.step({ tick: 3, time: 0.1 });
     expect(third.actions).toEqual([[10, 1, 'look', {}]]);
