@@ -1,7 +1,7 @@
 // Tree reloads inside the pool: a host's restart of one agent on its tree's new version, and a library built
 // from definitions (a worker receiving a reload, or a replacement worker started after one).
 
-import { Agent, type AgentState, type CompiledTree, type DecisionSink } from '../../bt/index.js';
+import type { Agent, CompiledTree, DecisionSink } from '../../bt/index.js';
 import { formatErrors, TreeLibrary } from '../../bt/library.js';
 import { loadCatalog } from './load.js';
 
@@ -13,21 +13,7 @@ import { loadCatalog } from './load.js';
  */
 export function restartAgent(old: Agent, tree: CompiledTree, out: DecisionSink): Agent {
   old.halt(out);
-  const state = old.exportState();
-  const bb: Record<string, unknown> = {};
-  for (const key of Object.keys(state.bb)) if (tree.blackboardKeys.has(key)) bb[key] = state.bb[key];
-  const fresh: AgentState = {
-    ...state,
-    tree: tree.name,
-    treeHash: tree.hash,
-    // A new agent's node state is all zeros (idle, empty slots).
-    status: Array.from({ length: tree.nodeCount }, () => 0),
-    slots: Array.from({ length: tree.slotCount }, () => 0),
-    bb,
-    stopped: false,
-  };
-  const agent = Agent.restore(tree, fresh);
-  agent.world = old.world;
+  const agent = old.restartOn(tree);
   if (old.trace !== null) {
     // The inspector keeps watching: a fresh ring buffer (the old frames describe the old nodes) of the same size.
     const capacity = Reflect.get(old.trace, 'capacity') as unknown;
