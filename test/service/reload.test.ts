@@ -217,6 +217,18 @@ describe('after a reload', () => {
     expect(running.server.pool.workerStats().map((w) => w.agents)).toEqual([1, 1]);
     await client.close();
   });
+
+  test('fixed mode: the tick after the install carries the cancels and the new version\'s actions', async () => {
+    const { client } = await RawClient.hello(running.wsUrl, { mode: 'fixed', hz: 50 });
+    await client.request({ t: 'spawn', agents: [{ id: 1, tree: 'guard', bb: { alert: 2 } }] }, 'spawned');
+    await client.next('decisions', (f) => Array.isArray(f.actions) && f.actions.length > 0);
+    expect((await http(running.base, 'PUT', '/v1/trees/guard', GUARD_V2)).status).toBe(200);
+    expect(await client.next('trees', (f) => f.tree === 'guard')).toMatchObject({ restarted: 1, kept: 0 });
+    const d = await client.next('decisions', (f) => Array.isArray(f.cancels) && f.cancels.length > 0);
+    expect(d.cancels).toEqual([[1, 1]]);
+    expect(d.actions).toEqual([[1, 2, 'hunt', { alert: 2, fresh: 7 }]]);
+    await client.close();
+  });
 });
 
 describe('a recorded reload', () => {
