@@ -196,6 +196,23 @@ export class Agent implements ExprContext {
     this.out = NULL_SINK;
   }
 
+  /**
+   * This agent restarted on `tree` (a reloaded version of its tree; halt this agent first): a new agent at the
+   * root with the same id, label, action seq, random generator, observation and time. Blackboard keys `tree`
+   * declares keep their values (moved, not copied: this agent is discarded); new keys get their initial values.
+   */
+  restartOn(tree: CompiledTree): Agent {
+    const a = new Agent(tree, this.id, { label: this.label });
+    for (const key of Object.keys(this.bb)) if (tree.blackboardKeys.has(key)) a.bb[key] = this.bb[key];
+    a.self = this.self;
+    a.world = this.world;
+    a.rngState = this.rngState;
+    a.seq = this.seq;
+    a.time = this.time;
+    a.dt = this.dt;
+    return a;
+  }
+
   /** Stops the agent for good after an error: cancels running actions, reports `code`. */
   stop(out: DecisionSink, code: string, message: string): void {
     this.cancelRunningActions(out);

@@ -15,6 +15,7 @@ import {
   type BlackboardEntry,
   type CancelDecision,
   type DecisionsMessage,
+  type TreesMessage,
   type DoneDecision,
   type EntryError,
   type Mode,
@@ -106,6 +107,8 @@ export interface ClientEvents {
   reconnect: { readonly session: string; readonly resumed: boolean; readonly attempts: number };
   /** The client is closed for good: `bye()`, `close()`, a fatal error, or reconnecting gave up. */
   close: { readonly code: number; readonly reason: string; readonly error: CanopyError | undefined };
+  /** A tree was reloaded on the service (docs/reload.md): its new version and what that did to this session's agents. */
+  trees: Omit<TreesMessage, 't'>;
 }
 
 type ReplyKind = 'spawned' | 'despawned' | 'pong' | 'decisions';
@@ -401,6 +404,11 @@ export class CanopyClient extends Emitter<ClientEvents> {
         const retryAfterMs = typeof m.retryAfterMs === 'number' && m.retryAfterMs >= 0 ? m.retryAfterMs : undefined;
         this.farewell = { reason: typeof m.reason === 'string' ? m.reason : '', retryAfterMs };
         this.emit('goodbye', this.farewell);
+        return;
+      }
+      case 'trees': {
+        const { t: _t, ...fields } = m as unknown as TreesMessage;
+        this.emit('trees', fields);
         return;
       }
       default:

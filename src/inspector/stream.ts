@@ -19,7 +19,10 @@ const MAX_BUFFERED = 4 * 1024 * 1024;
 const MAX_MESSAGE = 4096;
 
 /** GET /v1/inspector/ws. Registered inside the API scope: API keys apply (`?key=` from a browser). */
-export const inspectorStream: FastifyPluginAsync<{ ctx: ServiceContext; library: TreeLibrary }> = async (app, { ctx, library }) => {
+export const inspectorStream: FastifyPluginAsync<{ ctx: ServiceContext; library: TreeLibrary | (() => TreeLibrary) }> = async (app, opts) => {
+  const { ctx } = opts;
+  // A getter follows hot reloads (docs/reload.md): a tree watched after a reload shows its new version.
+  const library = typeof opts.library === 'function' ? opts.library : () => opts.library as TreeLibrary;
   const hub = new InspectorHub(ctx);
   app.get('/v1/inspector/ws', { websocket: true }, (socket) => {
     const page = new Page(socket, ctx, library, hub);
@@ -63,7 +66,7 @@ class Page implements PageSink {
   constructor(
     private readonly socket: WebSocket,
     private readonly ctx: ServiceContext,
-    private readonly library: TreeLibrary,
+    private readonly trees: () => TreeLibrary,
     private readonly hub: InspectorHub,
   ) {
     socket.on('message', (data, isBinary) => {
@@ -78,7 +81,7 @@ class Page implements PageSink {
         this.send({ t: 'error', message: err instanceof Error ? err.message : String(err) });
       });
     });
-    this.send({ t: 'hello', trees: treesView(library), sessions: this.sessionsNow() });
+    this.send({ t: 'hello', trees: treesView(trees()), sessions: this.sessionsNow() });
   }
 
   samples(list: readonly SessionSample[], t: number): void {
@@ -136,7 +139,7 @@ class Page implements PageSink {
         }
         if (this.closed || n !== this.watchRequest) return void this.hub.unwatch(this, session.id, msg.agent);
         this.watched = { session: session.id, agent: msg.agent };
-        this.send({ t: 'watching', session: session.id, agent: msg.agent, label: listing.label, tree: treeView(this.library, listing.tree) });
+        this.send({ t: 'watching', session: session.id, agent: msg.agent, label: listing.label, tree: treeView(this.trees(), listing.tree) });
         return this.sendRing();
       }
       case 'frames':
@@ -183,7 +186,7 @@ class Page implements PageSink {
       case 'rec.whatif': {
         const view = this.recording;
         if (view === null) return;
-        return this.send({ t: 'whatif', recording: view.id, report: await view.whatIf(this.library, this.ctx.config.plugins) });
+        return this.send({ t: 'whatif', recording: view.id, report: await view.whatIf(this.trees(), this.ctx.config.plugins) });
       }
       case 'rec.close':
         ++this.recordingRequest;

@@ -4,7 +4,7 @@
 /**
  * Every message type name of protocol v1, as sent in the `t` key of a frame.
  * Client → server: hello, spawn, despawn, bb, snapshot, result, ping, bye.
- * Server → client: welcome, spawned, despawned, decisions, pong, error, goodbye.
+ * Server → client: welcome, spawned, despawned, decisions, pong, error, goodbye, trees.
  */
 export const MessageType = {
   hello: 'hello',
@@ -22,6 +22,7 @@ export const MessageType = {
   error: 'error',
   goodbye: 'goodbye',
   bye: 'bye',
+  trees: 'trees',
 } as const;
 
 /** A message type name. */
@@ -34,7 +35,7 @@ export const CLIENT_MESSAGE_TYPES: readonly MessageType[] = [
 
 /** The message types a server sends. */
 export const SERVER_MESSAGE_TYPES: readonly MessageType[] = [
-  'welcome', 'spawned', 'despawned', 'decisions', 'pong', 'error', 'goodbye',
+  'welcome', 'spawned', 'despawned', 'decisions', 'pong', 'error', 'goodbye', 'trees',
 ];
 
 /**
@@ -56,6 +57,7 @@ export const ErrorCode = {
   E_PLUGIN: 'E_PLUGIN',
   E_INTERNAL: 'E_INTERNAL',
   E_RECORDING: 'E_RECORDING',
+  E_RELOAD: 'E_RELOAD',
 } as const;
 
 /** A protocol error code. */
@@ -131,6 +133,10 @@ export const ERRORS = {
   },
   E_RECORDING: {
     description: "The session's recording stopped (disk full, folder not writable, the disk fell behind); the session goes on unrecorded.",
+    closes: 'never',
+  },
+  E_RELOAD: {
+    description: 'A tree change (an edited file, PUT or DELETE /v1/trees/:name) was invalid and was not installed: the trees in use are unchanged. Informational; GET /v1/trees lists the errors.',
     closes: 'never',
   },
 } as const satisfies { readonly [C in ErrorCode]: ErrorInfo };

@@ -54,6 +54,7 @@ export {
   type EntryError,
   type ErrorMessage,
   type GoodbyeMessage,
+  type TreesMessage,
   type HelloMessage,
   type Message,
   type Mode,

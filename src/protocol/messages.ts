@@ -65,6 +65,8 @@ export interface SpawnAgent {
   readonly seed?: number;
   /** Initial blackboard values; keys must be declared by the tree. */
   readonly bb?: ValueMap;
+  /** What a reload of its tree does to this agent: `restart` or `keep` (default: the service's CANOPY_RELOAD). */
+  readonly reload?: 'restart' | 'keep';
 }
 
 /** Creates agents. Answered by `spawned`; each agent succeeds or fails alone. */
@@ -270,6 +272,19 @@ export interface GoodbyeMessage {
   readonly retryAfterMs?: number;
 }
 
+/** A tree was reloaded (docs/reload.md): its new version and what that did to this session's agents. */
+export interface TreesMessage {
+  readonly t: 'trees';
+  readonly tree: string;
+  readonly version: number;
+  /** Null when the tree was removed. */
+  readonly hash: string | null;
+  readonly removed: boolean;
+  readonly policy: 'restart' | 'keep';
+  readonly restarted: number;
+  readonly kept: number;
+}
+
 /** Every message a server sends. */
 export type ServerMessage =
   | WelcomeMessage
@@ -278,7 +293,8 @@ export type ServerMessage =
   | DecisionsMessage
   | PongMessage
   | ErrorMessage
-  | GoodbyeMessage;
+  | GoodbyeMessage
+  | TreesMessage;
 
 /** Any protocol message. */
 export type Message = ClientMessage | ServerMessage;

@@ -282,12 +282,15 @@ function spawnAgent(entry: unknown, i: number, errors: Entries): SpawnAgent | fa
   }
   const bb = opt(entry.bb);
   if (bb !== undefined && !isPlainMap(bb)) return errors.bad(id, `${path}.bb`, 'expected a map');
+  const reload = opt(entry.reload);
+  if (reload !== undefined && reload !== 'restart' && reload !== 'keep') return errors.bad(id, `${path}.reload`, "expected 'restart' or 'keep'");
   return {
     id,
     tree,
     label: label as string | undefined,
     seed: seed as number | undefined,
     bb: bb as ValueMap | undefined,
+    ...(reload !== undefined ? { reload: reload as 'restart' | 'keep' } : {}),
   };
 }
 

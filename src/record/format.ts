@@ -25,7 +25,10 @@ export const BLOCK_HEADER_BYTES = 28;
 export const Kind = {
   /** {@link RecordingHeader}: first record of every part. */
   HEADER: 1,
-  /** `{ trees, definitions }` ({@link TreeTable}): the library changed (a reload); later spawns use these. */
+  /**
+   * `{ trees, definitions, reload }` ({@link TreeTable}, {@link TreesReload}): the library changed (a reload);
+   * later spawns use these, and agents on the `changed` trees restart or keep their version as in the service.
+   */
   TREES: 2,
   /** The spawn entries the session handed to the pool: `[{ id, tree, label?, seed?, bb? }]`. */
   SPAWN: 3,
@@ -54,6 +57,16 @@ export interface TreeTable {
   readonly trees: Readonly<Record<string, { readonly hash: string; readonly def: string }>>;
   /** Definition hash → the tree definition as loaded. */
   readonly definitions: Readonly<Record<string, unknown>>;
+}
+
+/** What a TREES record's reload did: replay applies the same reload at the same place between ticks. */
+export interface TreesReload {
+  /** Trees whose version changed (or that were removed). */
+  readonly changed: readonly string[];
+  /** The service's default policy then (a spawn's own `reload` field, recorded with it, wins). */
+  readonly policy: 'restart' | 'keep';
+  /** The last tick the session had started when the reload was installed (it applies before the next); null: none. */
+  readonly after: number | null;
 }
 
 /** The first record of each part. Never holds API keys or resume tokens. */
@@ -87,6 +100,8 @@ export interface SpawnRecord {
   readonly label?: string;
   readonly seed?: number;
   readonly bb?: Record<string, unknown>;
+  /** The spawn's own reload policy, if it named one. */
+  readonly reload?: 'restart' | 'keep';
 }
 
 /** A tick marker. `basedOn` is null before the first snapshot. */

@@ -1,7 +1,7 @@
 // Recordings (docs/recording.md): the file format, the writer the service uses, the reader, exact
 // replay (ReplaySession, verifyRecording) and what-if (whatIf). The inspector and the CLI start here.
 
-export { EXTENSION, FORMAT_VERSION, Kind, type RecordingHeader, type SpawnRecord, type TickRecord, type TreeTable } from './format.js';
+export { EXTENSION, FORMAT_VERSION, Kind, type RecordingHeader, type SpawnRecord, type TickRecord, type TreeTable, type TreesReload } from './format.js';
 export { RecordingWriter, type WriterOptions } from './writer.js';
 export { RecordingError, RecordingReader, recordingParts, type IndexEntry, type RawRecord } from './reader.js';
 export { ReplaySession, verifyRecording, type FrameDifference, type ReplayOptions, type VerifyReport } from './replay.js';

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { createAgentPool, type AgentPool } from '../service/pool/index.js';
 import { InlinePool } from '../service/pool/inline.js';
 import type { TreeLookup } from '../service/pool/host.js';
-import { Kind, type RecordingHeader, type SpawnRecord, type TickRecord, type TreeTable } from './format.js';
+import { Kind, type RecordingHeader, type SpawnRecord, type TickRecord, type TreeTable, type TreesReload } from './format.js';
 
 const SESSION = 'replay';
 
@@ -116,10 +116,15 @@ export class ReplayRun {
   apply(kind: Kind, payload: Buffer): void {
     const pool = this.pool;
     switch (kind) {
-      case Kind.TREES:
+      case Kind.TREES: {
         if (this.folder !== null) throw new Error('this recording reloads its trees mid-session: replay it on one thread (no --workers)');
-        this.trees.library = libraryFromTable(decode(payload) as TreeTable, this.catalog, this.override);
+        const table = decode(payload) as TreeTable & { reload?: TreesReload };
+        const library = libraryFromTable(table, this.catalog, this.override);
+        this.trees.library = library;
+        // The same reload as in the service: agents on changed trees restart (or keep) before the next tick.
+        if (table.reload !== undefined) this.pool.reload(library, new Set(table.reload.changed), table.reload.policy);
         return;
+      }
       case Kind.SPAWN:
         pool.spawn(SESSION, decode(payload) as SpawnRecord[]);
         return;

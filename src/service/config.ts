@@ -54,6 +54,10 @@ export interface Config {
   readonly recordMaxTotalBytes: number;
   /** Largest body of POST /v1/trees/validate, in bytes. */
   readonly maxValidateBytes: number;
+  /** Reload the trees when a file of the folder changes (default: true unless NODE_ENV=production). */
+  readonly watch: boolean;
+  /** What a reload does to agents already running on a changed tree (a spawn's `reload` field wins). */
+  readonly reload: 'restart' | 'keep';
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -91,6 +95,8 @@ export function defaultConfig(): Config {
     recordMaxBytes: 256 * 1024 * 1024,
     recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
     maxValidateBytes: 1024 * 1024,
+    watch: true,
+    reload: 'restart',
   };
 }
 
@@ -124,6 +130,8 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   recordMaxBytes: (raw, name) => ({ recordMaxBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
   recordMaxTotalBytes: (raw, name) => ({ recordMaxTotalBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
   maxValidateBytes: (raw, name) => ({ maxValidateBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
+  watch: (raw, name) => ({ watch: boolean(raw, name) }),
+  reload: (raw, name) => ({ reload: reloadPolicy(raw, name) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */
@@ -148,7 +156,8 @@ export function describeSettings(): Array<{ key: string; flag: string; env: stri
  * @throws {ConfigError} naming the first setting that is invalid and why.
  */
 export function parseConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): Config {
-  let config: Config = defaultConfig();
+  // Designers edit trees on a development service; a production one (the Docker image) changes only on purpose.
+  let config: Config = { ...defaultConfig(), watch: env.NODE_ENV !== 'production' };
   for (const [key, set] of Object.entries(SETTINGS)) {
     const name = envName(key);
     const raw = env[name];
@@ -213,5 +222,18 @@ function level(raw: string, name: string): LogLevel {
 function recordMode(raw: string, name: string): 'none' | 'all' {
   const text = raw.trim().toLowerCase();
   if (text !== 'none' && text !== 'all') throw new ConfigError(`${name}: expected none or all, got ${JSON.stringify(raw)}`);
+  return text;
+}
+
+function boolean(raw: string, name: string): boolean {
+  const text = raw.trim().toLowerCase();
+  if (text === 'true' || text === '1') return true;
+  if (text === 'false' || text === '0') return false;
+  throw new ConfigError(`${name}: expected true or false, got ${JSON.stringify(raw)}`);
+}
+
+function reloadPolicy(raw: string, name: string): 'restart' | 'keep' {
+  const text = raw.trim().toLowerCase();
+  if (text !== 'restart' && text !== 'keep') throw new ConfigError(`${name}: expected restart or keep, got ${JSON.stringify(raw)}`);
   return text;
 }

@@ -53,6 +53,8 @@ export class Recordings {
   private readonly writing = new Set<string>();
   private readonly closing = new Set<Promise<void>>();
   private table: TreeTable | undefined;
+  /** The trees new recordings start with: the loaded library, then each reload's. */
+  private library: TreeLibrary;
   /** Bytes of recordings in the folder (scanned on first use, then counted). */
   private total: number | null = null;
   private pruning = false;
@@ -62,6 +64,7 @@ export class Recordings {
   constructor(o: RecordingsOptions) {
     this.o = o;
     this.dir = resolve(o.config.recordDir);
+    this.library = o.library;
   }
 
   /** A new session: recorded at once under `CANOPY_RECORD=all`. */
@@ -244,15 +247,29 @@ export class Recordings {
     return this.pluginList;
   }
 
-  /** The loaded trees by content hash, computed once. */
+  /**
+   * The trees were reloaded (the pool has the new library already): every recording gets a TREES record with the
+   * new table and what the reload did — `changed` trees and the service's `policy` — so that replay applies the
+   * same reload before the same tick (`after`: the last tick the session had started, null before its first).
+   */
+  treesChanged(library: TreeLibrary, changed: readonly string[], policy: 'restart' | 'keep'): void {
+    this.library = library;
+    this.table = undefined;
+    const table = this.trees();
+    for (const [session, recorder] of this.active) {
+      recorder.writer.setTrees({ ...table, reload: { changed: [...changed], policy, after: session.lastTick ?? null } } as TreeTable);
+    }
+  }
+
+  /** The loaded trees by content hash, computed once per library. */
   private trees(): TreeTable {
     if (this.table !== undefined) return this.table;
     const trees: Record<string, { hash: string; def: string }> = {};
     const definitions: Record<string, unknown> = {};
-    for (const name of this.o.library.names()) {
-      const definition = this.o.library.definition(name);
+    for (const name of this.library.names()) {
+      const definition = this.library.definition(name);
       const def = createHash('sha256').update(JSON.stringify(definition)).digest('hex').slice(0, 16);
-      trees[name] = { hash: this.o.library.get(name)!.hash, def };
+      trees[name] = { hash: this.library.get(name)!.hash, def };
       definitions[def] = definition;
     }
     this.table = { trees, definitions };

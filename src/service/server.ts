@@ -20,12 +20,19 @@ import { ValidationWorker } from './validation/runner.js';
 import { GoodbyeReason, wsRoutes } from './ws.js';
 import { inspectorAssets, inspectorPage } from '../inspector/static.js';
 import { inspectorStream } from '../inspector/stream.js';
+import { LiveTrees } from './reload/live.js';
+import { reloadListener } from './reload/notify.js';
+import { reloadRoutes } from './reload/routes.js';
+import { watchFolder } from './reload/watch.js';
 
 /** A running (or ready to run) service. */
 export interface CanopyServer {
   readonly app: FastifyInstance;
   readonly pool: AgentPool;
+  /** The trees in use now (replaced by each reload). */
   readonly library: TreeLibrary;
+  /** The live trees: versions, reloads (docs/reload.md). */
+  readonly trees: LiveTrees;
   readonly metrics: Metrics;
   /** Starts listening (config host and port; port 0 picks one), then waits for the workers: /readyz turns 200. */
   listen(): Promise<{ port: number; host: string }>;
@@ -89,6 +96,8 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     { pool, metrics, logger, maxAgents: config.maxAgents, sessionCreated: (s) => recordings.sessionCreated(s) },
     config.resumeGraceMs,
   );
+  const live = new LiveTrees(library, { dir: config.trees, policy: config.reload, pool, logger, metrics, listener: reloadListener(sessions, recordings, validation) });
+  const watcher = config.watch ? watchFolder(config.trees, () => live.reloadFolder(), logger) : null;
   const ctx: ServiceContext = {
     config,
     tuning,
@@ -98,8 +107,8 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     sessions,
     connections,
     recordings,
-    treeNames: () => treeNames,
-    treeReads: (name) => library.get(name)?.observed,
+    treeNames: () => live.library.names(),
+    treeReads: (name) => live.library.get(name)?.observed,
     phase: 'starting',
   };
 
@@ -137,10 +146,11 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   await app.register(async (api) => {
     if (config.apiKeys.length > 0) api.addHook('onRequest', apiKeyHook(config.apiKeys));
     await api.register(wsRoutes, { ctx });
-    await api.register(treeRoutes, { library, validation, maxValidateBytes: config.maxValidateBytes });
+    await api.register(treeRoutes, { live, watch: config.watch, validation, maxValidateBytes: config.maxValidateBytes });
+    await api.register(reloadRoutes, { live, maxBytes: config.maxValidateBytes });
     await api.register(sessionRoutes, { ctx });
     await api.register(inspectorPage);
-    await api.register(inspectorStream, { ctx, library });
+    await api.register(inspectorStream, { ctx, library: () => live.library });
     await api.register(recordingRoutes, { ctx });
   });
   app.setNotFoundHandler((request, reply) =>
@@ -150,26 +160,30 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
     ctx.phase = 'draining';
-    const live = [...connections];
+    watcher?.close();
+    const open = [...connections];
     const drained = ctx.sessions.size;
-    for (const c of live) c.stopReading();
+    for (const c of open) c.stopReading();
     // Finish the ticks in flight; fixed-mode decisions they make still go out.
     await Promise.all(ctx.sessions.list().map((s) => s.quiesce()));
-    for (const c of live) c.goodbye(GoodbyeReason.shutdown, tuning.retryAfterMs);
-    await Promise.all(live.map((c) => c.closed));
+    for (const c of open) c.goodbye(GoodbyeReason.shutdown, tuning.retryAfterMs);
+    await Promise.all(open.map((c) => c.closed));
     await ctx.sessions.freeAll();
     await recordings.closeAll();
     await app.close();
     await validation.close();
     await pool.close();
     ctx.phase = 'closed';
-    logger.info({ sessionsDrained: drained, connections: live.length }, 'canopy stopped');
+    logger.info({ sessionsDrained: drained, connections: open.length }, 'canopy stopped');
   };
 
   return {
     app,
     pool,
-    library,
+    get library() {
+      return live.library;
+    },
+    trees: live,
     metrics,
     async listen() {
       await app.listen({ host: config.host, port: config.port });

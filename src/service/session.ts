@@ -32,6 +32,22 @@ export interface SessionOutput {
   replaced(): void;
   /** Something went wrong beside the session's messages (its recording stopped): an `error` to the client. */
   notice?(code: ErrorCode, message: string): void;
+  /** A tree changed (a reload): the `trees` message (docs/reload.md). */
+  trees?(msg: TreesNotice): void;
+}
+
+/** The `trees` message's fields: the tree, its new version, and what the reload did to this session's agents. */
+export interface TreesNotice {
+  readonly tree: string;
+  readonly version: number;
+  /** Null when the tree was removed. */
+  readonly hash: string | null;
+  readonly removed: boolean;
+  /** The service's policy (CANOPY_RELOAD); a spawn's own `reload` field wins for its agent. */
+  readonly policy: 'restart' | 'keep';
+  /** This session's agents on the tree restarted on the new version, and kept on their old one. */
+  readonly restarted: number;
+  readonly kept: number;
 }
 
 /**
@@ -196,6 +212,7 @@ export class Session {
       ...(a.label !== undefined ? { label: a.label } : {}),
       ...(a.seed !== undefined ? { seed: a.seed } : {}),
       ...(a.bb !== undefined ? { bb: a.bb as Record<string, unknown> } : {}),
+      ...(a.reload !== undefined ? { reload: a.reload } : {}),
     }));
     this.recorder?.spawn(entries);
     const out = this.host.pool.spawn(this.id, entries);
@@ -303,6 +320,11 @@ export class Session {
   /** Tells the attached client about a problem beside its messages (an `error` frame). */
   notice(code: ErrorCode, message: string): void {
     this.output?.notice?.(code, message);
+  }
+
+  /** Tells the attached client that a tree changed (a `trees` message). */
+  treesChanged(msg: TreesNotice): void {
+    this.output?.trees?.(msg);
   }
 
   /** Sends an empty `decisions` when nothing was sent for a second (fixed mode). */

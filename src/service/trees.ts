@@ -8,6 +8,8 @@ import { ErrorCode, Msg } from '../protocol/index.js';
 import { HttpError, respond, sendError } from './http.js';
 import { loadTrees } from './pool/load.js';
 import type { ValidationWorker } from './validation/runner.js';
+import type { LiveTrees } from './reload/live.js';
+import { problemView } from './reload/routes.js';
 
 /** Start-up cannot go on: the message lists every problem, one per line. Exit code 1. */
 export class StartupError extends Error {
@@ -27,13 +29,15 @@ export async function loadLibrary(trees: string, plugins: string | null, logger?
   return loaded.library;
 }
 
-/** GET /v1/trees, GET /v1/trees/:name, POST /v1/trees/validate. */
-export const treeRoutes: FastifyPluginAsync<{ library: TreeLibrary; validation: ValidationWorker; maxValidateBytes: number }> = async (
+/** GET /v1/trees, GET /v1/trees/:name, POST /v1/trees/validate. `live`: the trees in use now (they change on reloads). */
+export const treeRoutes: FastifyPluginAsync<{ live: LiveTrees; watch: boolean; validation: ValidationWorker; maxValidateBytes: number }> = async (
   app,
-  { library, validation, maxValidateBytes },
+  { live, watch, validation, maxValidateBytes },
 ) => {
   app.get('/v1/trees', async (request, reply) => {
+    const library = live.library;
     const trees = library.names().map((name) => {
+      const v = live.version(name);
       const def = library.definition(name);
       return {
         name,
@@ -42,13 +46,18 @@ export const treeRoutes: FastifyPluginAsync<{ library: TreeLibrary; validation: 
         nodes: library.get(name)?.nodeCount ?? 0,
         // The observation fields the tree's expressions read, subtrees included.
         reads: library.get(name)?.observed ?? { self: [], world: [], dynamic: [] },
+        // Hot reload (docs/reload.md): the installed version, and the errors of the last refused change about it.
+        version: v?.version ?? 1,
+        hash: v?.hash ?? library.get(name)?.hash ?? null,
+        errors: live.errorsOf(name).map(problemView),
       };
     });
-    return respond(request, reply, { trees });
+    const reload = { watch, policy: live.policy, last: live.lastChange, errors: live.lastErrors.map(problemView) };
+    return respond(request, reply, { trees, reload });
   });
 
   app.get<{ Params: { name: string } }>('/v1/trees/:name', async (request, reply) => {
-    const def = library.definition(request.params.name);
+    const def = live.library.definition(request.params.name);
     if (def === undefined) throw new HttpError(404, ErrorCode.E_UNKNOWN_TREE, Msg.unknownTree(request.params.name));
     return respond(request, reply, def);
   });

@@ -14,6 +14,7 @@ import {
   encodePong,
   encodeSpawned,
   encodeWelcome,
+  encode,
   parseClientFrame,
   type DecisionsFields,
   type EntryError,
@@ -26,7 +27,7 @@ import { fieldWarnings } from './fieldWarnings.js';
 import { HttpErrorCode } from './http.js';
 import { Outbox, OutboxBudget } from './outbox.js';
 import { TokenBucket } from './rate.js';
-import { SnapshotRefused, type Session, type SessionOutput } from './session.js';
+import { SnapshotRefused, type Session, type SessionOutput, type TreesNotice } from './session.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 64;
@@ -432,6 +433,10 @@ class Connection implements LiveConnection, SessionOutput {
 
   notice(code: ErrorCode, message: string): void {
     this.refuse(code, message);
+  }
+
+  trees(msg: TreesNotice): void {
+    this.outbox.send(encode({ t: 'trees', ...msg }));
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ describe('error catalog', () => {
       [
         'E_PROTOCOL', 'E_VERSION', 'E_UNKNOWN_MESSAGE', 'E_BAD_FIELD', 'E_UNKNOWN_TREE', 'E_DUPLICATE_AGENT',
         'E_UNKNOWN_AGENT', 'E_UNKNOWN_KEY', 'E_LIMIT', 'E_PLUGIN', 'E_INTERNAL', 'E_RECORDING',
+        'E_RELOAD',
       ].toSorted(),
     );
     for (const [key, value] of Object.entries(ErrorCode)) expect(value).toBe(key);

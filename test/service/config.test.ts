@@ -45,8 +45,13 @@ describe('parseConfig', () => {
       recordMaxBytes: 256 * 1024 * 1024,
       recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
       maxValidateBytes: 1024 * 1024,
+      watch: true,
+      reload: 'restart',
     });
     expect(c.workers).toBeGreaterThanOrEqual(1);
+    // The Docker image runs with NODE_ENV=production: no folder watch unless asked for.
+    expect(parseConfig([], { NODE_ENV: 'production' }).watch).toBe(false);
+    expect(parseConfig([], { NODE_ENV: 'production', CANOPY_WATCH: 'true' }).watch).toBe(true);
   });
 
   test('environment variables', () => {
@@ -75,6 +80,8 @@ describe('parseConfig', () => {
       CANOPY_RECORD_MAX_BYTES: '1000000',
       CANOPY_RECORD_MAX_TOTAL_BYTES: '0',
       CANOPY_MAX_VALIDATE_BYTES: '4096',
+      CANOPY_WATCH: 'false',
+      CANOPY_RELOAD: 'keep',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -103,6 +110,8 @@ describe('parseConfig', () => {
       recordMaxBytes: 1_000_000,
       recordMaxTotalBytes: 0,
       maxValidateBytes: 4096,
+      watch: false,
+      reload: 'keep',
     });
   });
 
@@ -160,6 +169,8 @@ describe('parseConfig', () => {
       'CANOPY_RECORD_MAX_BYTES',
       'CANOPY_RECORD_MAX_TOTAL_BYTES',
       'CANOPY_MAX_VALIDATE_BYTES',
+      'CANOPY_WATCH',
+      'CANOPY_RELOAD',
     ]);
   });
 

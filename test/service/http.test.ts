@@ -64,7 +64,16 @@ describe('trees', () => {
     const list = await get('/v1/trees');
     expect(list.status).toBe(200);
     expect((list.body as { trees: Array<{ name: string }> }).trees.map((t) => t.name)).toEqual(['alarm', 'idle', 'talker', 'walker']);
-    expect((list.body as { trees: unknown[] }).trees[2]).toEqual({ name: 'talker', description: null, blackboard: ['word'], nodes: 1, reads: { self: ['x'], world: [], dynamic: [] } });
+    expect((list.body as { trees: unknown[] }).trees[2]).toEqual({
+      name: 'talker',
+      description: null,
+      blackboard: ['word'],
+      nodes: 1,
+      reads: { self: ['x'], world: [], dynamic: [] },
+      version: 1,
+      hash: expect.any(String),
+      errors: [],
+    });
     expect(await get('/v1/trees/walker')).toMatchObject({ status: 200, body: TREES.walker as object });
     expect(await get('/v1/trees/nope')).toMatchObject({ status: 404, body: { code: 'E_UNKNOWN_TREE', message: 'unknown tree "nope"' } });
     // MessagePack when asked for.

@@ -8,6 +8,7 @@ import { Agent, type AgentFrame, type CompiledTree, type DecisionSink } from '..
 import type { AgentView } from './types.js';
 import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
+import { restartAgent } from './reload.js';
 
 /** Where a host finds compiled trees by name (a TreeLibrary). */
 export interface TreeLookup {
@@ -23,6 +24,8 @@ class HostSession {
   world: unknown = null;
   /** Slots of the watched agents (their Tracer hangs on the Agent). */
   readonly watched = new Set<number>();
+  /** Slots of agents to restart on their tree's new version when the session next ticks (a reload). */
+  readonly restarts = new Set<number>();
   /** Writes one positional row into an observation object (null: the session has no fields). */
   readonly writeRow: RowWriter | null;
 
@@ -79,7 +82,7 @@ const DISCARD: DecisionSink = {
 
 /** Hosts agents of any number of sessions; `handle` takes one router message and returns the reply, if any. */
 export class AgentHost {
-  private readonly trees: TreeLookup;
+  private trees: TreeLookup;
   private readonly sessions = new Map<string, HostSession>();
   /** Counts agents ticked for the stall watchdog (worker threads only). */
   private readonly progress: { step(): void } | null;
@@ -110,6 +113,18 @@ export class AgentHost {
       }
       default:
         return inspectorRequest(this.sessions.get(msg.session), msg);
+    }
+  }
+
+  /**
+   * A reload: new spawns use `trees` from now on; the agents listed per session restart on their tree's new
+   * version at the start of their session's next tick (so the cancels go out with that tick's decisions).
+   */
+  reload(trees: TreeLookup, restart: ReadonlyArray<readonly [string, readonly number[]]>): void {
+    this.trees = trees;
+    for (const [session, slots] of restart) {
+      const s = this.sessions.get(session);
+      if (s !== undefined) for (const slot of slots) s.restarts.add(slot);
     }
   }
 
@@ -149,6 +164,7 @@ export class AgentHost {
       agent.halt(DISCARD); // plugin halt hooks release what they hold; no cancels go out
       agent.unwatch();
       s.watched.delete(slot);
+      s.restarts.delete(slot);
       s.agents[slot] = null;
       s.observations[slot] = null;
     }
@@ -167,6 +183,7 @@ export class AgentHost {
     const out = new ColumnSink(s === undefined ? 0 : s.agents.length, order.spare);
     if (s !== undefined) {
       const agents = s.agents;
+      if (s.restarts.size > 0) this.restart(s, out);
       if (order.bb !== null) {
         for (const [slot, values] of order.bb) agents[slot]?.setBlackboard(values);
       }
@@ -214,6 +231,18 @@ export class AgentHost {
       results: order.results,
       frames: s === undefined || s.watched.size === 0 ? null : newestFrames(s, order.tick),
     };
+  }
+
+  /** Restarts the agents a reload marked, before this tick's input applies: their halts' cancels go into `out`. */
+  private restart(s: HostSession, out: ColumnSink): void {
+    for (const slot of s.restarts) {
+      const old = s.agents[slot];
+      const tree = old === null || old === undefined ? undefined : this.trees.get(old.tree.name);
+      if (tree === undefined) continue; // despawned, or its tree was removed since: it stays as it is
+      out.slot = slot;
+      s.agents[slot] = restartAgent(old!, tree, out);
+    }
+    s.restarts.clear();
   }
 }
 

@@ -7,6 +7,7 @@ import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { AgentHost, type TreeLookup } from './host.js';
 import { PoolRouter } from './router.js';
 import type { PoolLogger } from './types.js';
+import type { TreeLibrary } from '../../bt/library.js';
 import type { FromHost, HostRequest, ToHost, WorldUpdate } from './wire.js';
 
 /** The pool without threads; see AgentPool. Build it with createAgentPool({ workers: 0 }). */
@@ -49,6 +50,10 @@ export class InlinePool extends PoolRouter {
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
+  }
+
+  protected installTrees(library: TreeLibrary, restart: ReadonlyArray<Array<[string, number[]]>>): void {
+    this.host.reload(library, restart[0] ?? []);
   }
 
   protected shareWorld(world: unknown): WorldUpdate {

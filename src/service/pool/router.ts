@@ -6,7 +6,8 @@ import type { AgentFrame, AgentId, CompiledTree, WatchedFrame, WhyReport } from 
 import { mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
 import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
-import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
+import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SpawnEntry, WorkerStats } from './types.js';
+import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isPackedRows, type PackedRows } from '../../protocol/index.js';
@@ -17,6 +18,8 @@ interface Route {
   readonly slot: number;
   readonly tree: CompiledTree;
   readonly label: string;
+  /** The spawn's own reload policy, if it named one. */
+  readonly reload?: ReloadPolicy;
 }
 
 /** A session as the router keeps it. */
@@ -98,7 +101,8 @@ const CANONICAL_INT = /^-?(0|[1-9][0-9]{0,15})$/;
 /** Routing and buffering shared by both pools; see AgentPool for each method's contract. */
 export abstract class PoolRouter implements AgentPool {
   abstract readonly workerCount: number;
-  protected readonly trees: TreeLookup;
+  /** Replaced by `reload`. */
+  protected trees: TreeLookup;
   protected readonly logger: PoolLogger | undefined;
   /** Number of hosts: workers, or 1 inline. */
   protected readonly hostCount: number;
@@ -131,6 +135,37 @@ export abstract class PoolRouter implements AgentPool {
 
   abstract ready(): Promise<void>;
   abstract close(): Promise<void>;
+  /** Hands a reload to every host at once: the new library and, per host, the agents to restart (reload.ts). */
+  protected abstract installTrees(library: TreeLibrary, restart: ReadonlyArray<Array<[string, number[]]>>): void;
+
+  reload(library: TreeLibrary, changed: ReadonlySet<string>, policy: ReloadPolicy): ReloadOutcome {
+    this.trees = library;
+    const outcome: ReloadOutcome = new Map();
+    const restart: Array<Array<[string, number[]]>> = Array.from({ length: this.hostCount }, () => []);
+    for (const s of this.sessions.values()) {
+      const counts = new Map<string, { restarted: number; kept: number }>();
+      const slots: number[][] = Array.from({ length: this.hostCount }, () => []);
+      for (const [id, r] of s.routes) {
+        const name = r.tree.name;
+        if (!changed.has(name)) continue;
+        let c = counts.get(name);
+        if (c === undefined) counts.set(name, (c = { restarted: 0, kept: 0 }));
+        const next = library.get(name);
+        if (next === undefined || next.hash === r.tree.hash || (r.reload ?? policy) === 'keep') {
+          c.kept++;
+          continue;
+        }
+        // Checks from now on (bb keys) are against the version the agent will run.
+        s.routes.set(id, { ...r, tree: next });
+        slots[r.host]!.push(r.slot);
+        c.restarted++;
+      }
+      for (let h = 0; h < this.hostCount; h++) if (slots[h]!.length > 0) restart[h]!.push([s.name, slots[h]!]);
+      if (counts.size > 0) outcome.set(s.name, counts);
+    }
+    this.installTrees(library, restart);
+    return outcome;
+  }
 
   createSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number }): void {
     if (this.sessions.has(session)) throw new PoolUsageError('E_INTERNAL', `session '${session}' already exists`);
@@ -204,7 +239,7 @@ export abstract class PoolRouter implements AgentPool {
       const slot = s.shards[host]!.allocate(id, s.nextOrdinal++);
       this.load[host]!++;
       const label = e.label ?? '';
-      s.addRoute(id, { host, slot, tree, label });
+      s.addRoute(id, e.reload === undefined ? { host, slot, tree, label } : { host, slot, tree, label, reload: e.reload });
       orders[host]!.push([slot, id, e.tree, label, e.seed ?? null, e.bb ?? null]);
       ids.push(id);
     }
@@ -531,6 +566,7 @@ function badSpawnField(e: SpawnEntry): string | null {
   if (e.label !== undefined && typeof e.label !== 'string') return 'label: must be a string';
   if (e.seed !== undefined && (typeof e.seed !== 'number' || !Number.isFinite(e.seed))) return 'seed: must be a number';
   if (e.bb !== undefined && (e.bb === null || typeof e.bb !== 'object' || Array.isArray(e.bb))) return 'bb: must be a map of key → value';
+  if (e.reload !== undefined && e.reload !== 'restart' && e.reload !== 'keep') return "reload: must be 'restart' or 'keep'";
   return null;
 }
 

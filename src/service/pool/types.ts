@@ -12,7 +12,19 @@ export interface SpawnEntry {
   label?: string;
   seed?: number;
   bb?: Record<string, unknown>;
+  /** What a reload of its tree does to this agent (default: the pool's policy given to `reload`). */
+  reload?: ReloadPolicy;
 }
+
+/**
+ * What a tree reload does to an agent already running on a changed tree (docs/reload.md): `restart` halts
+ * it (cancels go out with the next tick), keeps the blackboard keys that still exist and ticks the new
+ * version from its root; `keep` leaves it on its old version until it is despawned.
+ */
+export type ReloadPolicy = 'restart' | 'keep';
+
+/** What a reload did to each session's agents: per session, per changed tree, agents restarted and kept. */
+export type ReloadOutcome = Map<string, Map<string, { restarted: number; kept: number }>>;
 
 /** Why one entry of a spawn, despawn, bb or result list was refused; the other entries go on. */
 export interface EntryError {
@@ -187,6 +199,13 @@ export interface AgentPool {
   workerStats(): WorkerStats[];
   /** Stops the workers; pending ticks reject. */
   close(): Promise<void>;
+  /**
+   * Installs a new library on every host at once (between two ticks of every session: one message per host,
+   * posted in one go). New spawns use it. Agents on a tree named in `changed` follow their spawn's `reload`
+   * policy, else `policy`: restarted agents switch at their session's next tick; kept ones, and agents whose
+   * tree was removed, stay on their version until despawned.
+   */
+  reload(library: TreeLibrary, changed: ReadonlySet<string>, policy: ReloadPolicy): ReloadOutcome;
 
   // The inspector (docs/tracing.md): only watched agents record frames; the others pay nothing.
   /**

@@ -73,6 +73,16 @@ export type InspectorOrder =
   | { t: 'frames'; req: number; session: string; slot: number; since: number | null }
   | { t: 'why'; req: number; session: string; slot: number; tick: number };
 
+/**
+ * A reload (reload.ts): the whole new set of tree definitions (the host compiles them with its catalog) and,
+ * per session, the slots of agents to restart on their new version at the session's next tick.
+ */
+export interface TreesOrder {
+  t: 'trees';
+  defs: Record<string, unknown>;
+  restart: Array<[string, number[]]>;
+}
+
 /** The messages a host answers. */
 export type HostRequest = Extract<ToHost, { req: number }>;
 

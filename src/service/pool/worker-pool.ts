@@ -9,7 +9,8 @@ import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
 import type { PoolLogger, PoolOptions } from './types.js';
-import type { FromHost, HostRequest, ToHost, WorkerHello, WorldUpdate } from './wire.js';
+import type { FromHost, HostRequest, ToHost, TreesOrder, WorkerHello, WorldUpdate } from './wire.js';
+import type { TreeLibrary } from '../../bt/library.js';
 
 /**
  * Starts a worker running worker.ts's compiled form (dist/: worker.js, started directly). Under vitest the pool
@@ -18,7 +19,7 @@ import type { FromHost, HostRequest, ToHost, WorkerHello, WorldUpdate } from './
  * own modules ("Unknown file extension .ts"). So the worker boots from a two-line script that registers tsx's
  * loader inside the thread, then imports worker.ts.
  */
-function startWorker(data: { trees: string; plugins: string | undefined; progress: SharedArrayBuffer }): Worker {
+function startWorker(data: { trees: string; plugins: string | undefined; progress: SharedArrayBuffer; definitions?: Record<string, unknown> }): Worker {
   if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: data });
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./worker.ts', import.meta.url).href;
@@ -63,7 +64,9 @@ export class WorkerPool extends PoolRouter {
   private readonly threads: HostThread[];
   private readonly started: Promise<void>;
   /** Tree fingerprints the main thread compiled; every worker must have the same. */
-  private readonly hashes: Record<string, string>;
+  private hashes: Record<string, string>;
+  /** After a reload: the definitions a replacement worker loads instead of the folder. */
+  private definitions: Record<string, unknown> | undefined;
   private readonly replaced: Array<Array<() => void>>;
   private readonly watchdog: NodeJS.Timeout | undefined;
   private readonly eluWindows: EluWindows;
@@ -132,6 +135,24 @@ export class WorkerPool extends PoolRouter {
     });
   }
 
+  /** Posted to every worker in one go: no session tick can fall between two workers' installs. */
+  protected installTrees(library: TreeLibrary, restart: ReadonlyArray<Array<[string, number[]]>>): void {
+    const defs: Record<string, unknown> = {};
+    const hashes: Record<string, string> = {};
+    for (const name of library.names()) {
+      defs[name] = library.definition(name);
+      hashes[name] = library.get(name)!.hash;
+    }
+    this.definitions = defs;
+    this.hashes = hashes;
+    this.threads.forEach((t, i) => {
+      if (t.gone) return;
+      const order: TreesOrder = { t: 'trees', defs, restart: restart[i] ?? [] };
+      t.progress.posting();
+      t.worker.postMessage(order, []);
+    });
+  }
+
   /** Serialized once, then the bytes are copied to each worker: two workers do not cost two structured clones. */
   protected shareWorld(world: unknown): WorldUpdate {
     return { bytes: serialize(world) };
@@ -143,15 +164,18 @@ export class WorkerPool extends PoolRouter {
 
   private startThread(i: number): HostThread {
     const progress = newProgressBuffer();
-    const t = new HostThread(startWorker({ trees: this.options.trees, plugins: this.options.plugins, progress }), progress);
+    // The fingerprints this worker must load: a reload posted while it starts arrives after its `ready`.
+    const expected = this.hashes;
+    const definitions = this.definitions;
+    const t = new HostThread(startWorker({ trees: this.options.trees, plugins: this.options.plugins, progress, ...(definitions !== undefined ? { definitions } : {}) }), progress);
     t.worker.on('message', (msg: FromHost | WorkerHello) => {
       if (msg.t === 'ready') {
         if (!msg.ok) {
           t.settleReady(new Error(msg.error));
           return;
         }
-        const mismatch = Object.keys(this.hashes).find((name) => msg.trees[name] !== this.hashes[name]);
-        if (mismatch !== undefined || Object.keys(msg.trees).length !== Object.keys(this.hashes).length) {
+        const mismatch = Object.keys(expected).find((name) => msg.trees[name] !== expected[name]);
+        if (mismatch !== undefined || Object.keys(msg.trees).length !== Object.keys(expected).length) {
           t.settleReady(new Error(`worker ${i} loaded different trees than the main thread${mismatch === undefined ? '' : ` (tree '${mismatch}')`}: was the tree folder changed?`));
           return;
         }

@@ -5,8 +5,9 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { AgentHost } from './host.js';
 import { loadTrees } from './load.js';
+import { libraryFromDefinitions, loadDefinitions } from './reload.js';
 import { ProgressBoard } from './progress.js';
-import { transferList, type FromHost, type ToHost, type WorkerHello } from './wire.js';
+import { transferList, type FromHost, type ToHost, type TreesOrder, type WorkerHello } from './wire.js';
 
 /** The test hook's message (crashWorkerForTests): the worker dies the way a bug would kill it. */
 interface CrashOrder {
@@ -23,19 +24,31 @@ try {
 
 const port = parentPort;
 if (port === null) throw new Error('pool worker: must run as a worker thread');
-const { trees, plugins, progress } = workerData as { trees: string; plugins: string | undefined; progress: SharedArrayBuffer };
+const { trees, plugins, progress, definitions } = workerData as {
+  trees: string;
+  plugins: string | undefined;
+  progress: SharedArrayBuffer;
+  /** Set when the pool reloaded its trees before starting this worker: they replace the folder. */
+  definitions?: Record<string, unknown>;
+};
 /** The stall watchdog reads this worker's own progress here (progress.ts), not the main thread's clock. */
 const board = new ProgressBoard(progress);
 
-const loaded = await loadTrees(trees, plugins);
+const loaded = definitions === undefined ? await loadTrees(trees, plugins) : await loadDefinitions(definitions, plugins);
 if (!loaded.ok) {
   port.postMessage({ t: 'ready', ok: false, error: loaded.error } satisfies WorkerHello);
   // Nothing listens: the worker exits once the message is out.
 } else {
-  const library = loaded.library;
+  let library = loaded.library;
   const host = new AgentHost(library, board);
-  const handle = (msg: ToHost | CrashOrder): void => {
+  const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {
     if (msg.t === 'crash') throw new Error('pool worker: crash requested (test hook)');
+    if (msg.t === 'trees') {
+      // Validated on the main thread with the same plugins: a failure here is a deployment bug (loud: the worker is replaced).
+      library = libraryFromDefinitions(msg.defs, library);
+      host.reload(library, msg.restart);
+      return;
+    }
     let reply: FromHost | null;
     try {
       reply = host.handle(msg);
@@ -48,7 +61,7 @@ if (!loaded.ok) {
     port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions) : []);
   };
   // Messages sent before this listener exists wait in the port, in order.
-  port.on('message', (msg: ToHost | CrashOrder) => {
+  port.on('message', (msg: ToHost | CrashOrder | TreesOrder) => {
     board.start();
     try {
       handle(msg);

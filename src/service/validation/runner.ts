@@ -40,7 +40,9 @@ function startThread(data: ValidationWorkerData): Worker {
  * or a dead thread become answers with a code.
  */
 export class ValidationWorker {
-  private readonly data: ValidationWorkerData;
+  private data: ValidationWorkerData;
+  /** The loaded trees changed (a reload) since the thread started: it is replaced before the next request. */
+  private stale = false;
   private readonly limits: ValidationLimits;
   private readonly logger: Logger;
   private worker: Worker | null = null;
@@ -73,6 +75,27 @@ export class ValidationWorker {
       if (this.worker === null) this.start();
       else this.pump();
     });
+  }
+
+  /**
+   * The loaded trees changed (a reload): later requests validate against `trees`. The thread (which holds the
+   * trees it started with) is replaced once it is idle; a request being validated finishes on the old set.
+   */
+  setTrees(trees: ValidationWorkerData['trees']): void {
+    this.data = { ...this.data, trees };
+    this.stale = true;
+    if (this.current === null) this.renew();
+  }
+
+  /** Replaces an idle thread holding an old tree set (or just forgets it: the next request starts one). */
+  private renew(): void {
+    this.stale = false;
+    const old = this.worker;
+    if (old === null) return;
+    this.worker = null;
+    this.ready = false;
+    void old.terminate();
+    if (this.queue.length > 0 && !this.closed) this.start();
   }
 
   /** Stops the thread; waiting requests are answered 503. */
@@ -140,6 +163,10 @@ export class ValidationWorker {
 
   private pump(): void {
     if (!this.ready || this.current !== null || this.worker === null) return;
+    if (this.stale) {
+      this.renew();
+      return;
+    }
     const job = this.queue.shift();
     if (job === undefined) return;
     const id = this.nextId++;
