@@ -9,7 +9,7 @@ import type { TreeLibrary } from '../bt/library.js';
 import type { ServiceContext } from '../service/context.js';
 import { InspectorHub, type PageSink, type SessionSample } from './hub.js';
 import { RecordingView } from './recording.js';
-import { treeView, treesView } from './views.js';
+import { treeView, treesView, type TreeStatus } from './views.js';
 
 /** Minimum time between two pushes to one page, ms (≤ 10 a second). */
 export const PUSH_INTERVAL_MS = 100;
@@ -19,13 +19,13 @@ const MAX_BUFFERED = 4 * 1024 * 1024;
 const MAX_MESSAGE = 4096;
 
 /** GET /v1/inspector/ws. Registered inside the API scope: API keys apply (`?key=` from a browser). */
-export const inspectorStream: FastifyPluginAsync<{ ctx: ServiceContext; library: TreeLibrary | (() => TreeLibrary) }> = async (app, opts) => {
+export const inspectorStream: FastifyPluginAsync<{ ctx: ServiceContext; library: TreeLibrary | (() => TreeLibrary); status?: TreeStatus }> = async (app, opts) => {
   const { ctx } = opts;
   // A getter follows hot reloads (docs/reload.md): a tree watched after a reload shows its new version.
   const library = typeof opts.library === 'function' ? opts.library : () => opts.library as TreeLibrary;
   const hub = new InspectorHub(ctx);
   app.get('/v1/inspector/ws', { websocket: true }, (socket) => {
-    const page = new Page(socket, ctx, library, hub);
+    const page = new Page(socket, ctx, library, hub, opts.status);
     hub.open(page);
     socket.on('close', () => {
       page.closed = true;
@@ -47,7 +47,8 @@ type Incoming =
   | { t: 'rec.watch'; agent: AgentId }
   | { t: 'rec.why'; tick: number }
   | { t: 'rec.whatif' }
-  | { t: 'rec.close' };
+  | { t: 'rec.close' }
+  | { t: 'trees' };
 
 /** One open page. */
 class Page implements PageSink {
@@ -68,6 +69,7 @@ class Page implements PageSink {
     private readonly ctx: ServiceContext,
     private readonly trees: () => TreeLibrary,
     private readonly hub: InspectorHub,
+    private readonly status?: TreeStatus,
   ) {
     socket.on('message', (data, isBinary) => {
       if (isBinary || (data as Buffer).length > MAX_MESSAGE) return this.send({ t: 'error', message: 'messages are JSON text of at most 4 KiB' });
@@ -81,7 +83,7 @@ class Page implements PageSink {
         this.send({ t: 'error', message: err instanceof Error ? err.message : String(err) });
       });
     });
-    this.send({ t: 'hello', trees: treesView(trees()), sessions: this.sessionsNow() });
+    this.send({ t: 'hello', trees: treesView(trees(), status), sessions: this.sessionsNow() });
   }
 
   samples(list: readonly SessionSample[], t: number): void {
@@ -122,6 +124,9 @@ class Page implements PageSink {
       }
       case 'agents':
         return this.sendAgents();
+      case 'trees':
+        // The trees view asks each time it opens: versions and refused changes move with hot reload.
+        return this.send({ t: 'trees', trees: treesView(this.trees(), this.status) });
       case 'activity': {
         const activity = this.session === null ? null : this.hub.activityOf(this.session);
         if (activity === null) return;
@@ -139,7 +144,7 @@ class Page implements PageSink {
         }
         if (this.closed || n !== this.watchRequest) return void this.hub.unwatch(this, session.id, msg.agent);
         this.watched = { session: session.id, agent: msg.agent };
-        this.send({ t: 'watching', session: session.id, agent: msg.agent, label: listing.label, tree: treeView(this.trees(), listing.tree) });
+        this.send({ t: 'watching', session: session.id, agent: msg.agent, label: listing.label, tree: treeView(this.trees(), listing.tree, this.status) });
         return this.sendRing();
       }
       case 'frames':

@@ -25,11 +25,16 @@ export interface TreeView {
   errors: Array<{ code: string; path: string; message: string }>;
 }
 
-/** One tree, or null when no such tree is loaded. */
-export function treeView(library: TreeLibrary, name: string): TreeView | null {
+/** A tree's installed version and the errors of the last refused change to it (hot reload, docs/reload.md). */
+export type TreeStatus = (name: string) => { version: string; errors: TreeView['errors'] } | undefined;
+
+/** One tree, or null when no such tree is loaded; `status` adds its reload version and last errors. */
+export function treeView(library: TreeLibrary, name: string, status?: TreeStatus): TreeView | null {
   const tree = library.get(name);
   if (tree === undefined) return null;
-  return compiledView(tree, library.definition(name)?.description ?? null);
+  const view = compiledView(tree, library.definition(name)?.description ?? null);
+  const s = status?.(name);
+  return s === undefined ? view : { ...view, version: s.version, errors: s.errors };
 }
 
 /** A compiled tree (loaded, or a recording's own). */
@@ -54,6 +59,6 @@ export function compiledView(tree: CompiledTree, description: string | null): Tr
 }
 
 /** Every loaded tree, by name. */
-export function treesView(library: TreeLibrary): TreeView[] {
-  return library.names().flatMap((name) => treeView(library, name) ?? []);
+export function treesView(library: TreeLibrary, status?: TreeStatus): TreeView[] {
+  return library.names().flatMap((name) => treeView(library, name, status) ?? []);
 }

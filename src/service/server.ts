@@ -150,7 +150,16 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     await api.register(reloadRoutes, { live, maxBytes: config.maxValidateBytes });
     await api.register(sessionRoutes, { ctx });
     await api.register(inspectorPage);
-    await api.register(inspectorStream, { ctx, library: () => live.library });
+    await api.register(inspectorStream, {
+      ctx,
+      library: () => live.library,
+      // The trees view shows each tree's reload version (counter · content hash) and the last refused change's errors.
+      status: (name) => {
+        const v = live.version(name);
+        if (v === undefined) return undefined;
+        return { version: `v${v.version} · ${v.hash}`, errors: live.errorsOf(name).map((e) => ({ code: e.code, path: e.path, message: e.message })) };
+      },
+    });
     await api.register(recordingRoutes, { ctx });
   });
   app.setNotFoundHandler((request, reply) =>

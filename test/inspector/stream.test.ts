@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { CanopyClient } from '../../src/client/index.js';
 import { PUSH_INTERVAL_MS } from '../../src/inspector/stream.js';
-import { start, writeFixture, type Running } from '../service/harness.js';
+import { http, start, writeFixture, type Running } from '../service/harness.js';
 
 /** Waits on an action the game answers: runs every tick. */
 const WALKER = { root: { type: 'sequence', name: 'walk', children: [{ type: 'action', name: 'step', action: 'step', instant: true }, { type: 'running' }] } };
@@ -173,6 +173,28 @@ describe('the inspector data stream', () => {
     page.send({ t: 'session', session: game.session });
     page.send({ t: 'watch', agent: 99 });
     expect(await page.until((m) => m.t === 'error', from)).toMatchObject({ message: `no agent 99 in session ${game.session}` });
+    await page.close();
+  });
+
+  it('the trees view follows hot reload: a refused change shows its errors, an installed one its new version', async () => {
+    const page = await Page.open(svc.port);
+    const from = page.got.length;
+    page.send({ t: 'trees' });
+    const before = (await page.until((m) => m.t === 'trees', from)).trees as Array<{ name: string; version: string; errors: unknown[] }>;
+    expect(before.find((t) => t.name === 'walker')).toMatchObject({ version: expect.stringMatching(/^v1 · /), errors: [] });
+    const bad = await http(svc.base, 'PUT', '/v1/trees/walker', { root: { type: 'sequnce', children: [] } });
+    expect(bad.status).toBe(422);
+    const mark = page.got.length;
+    page.send({ t: 'trees' });
+    const refused = (await page.until((m) => m.t === 'trees', mark)).trees as Array<{ name: string; version: string; errors: Array<{ message: string }> }>;
+    const walker = refused.find((t) => t.name === 'walker')!;
+    expect(walker.version).toMatch(/^v1 · /);
+    expect(walker.errors[0]?.message).toMatch(/unknown node type 'sequnce'/);
+    expect((await http(svc.base, 'PUT', '/v1/trees/walker', WALKER.root.children[1] === undefined ? WALKER : { ...WALKER, description: 'v2' })).status).toBe(200);
+    const last = page.got.length;
+    page.send({ t: 'trees' });
+    const installed = (await page.until((m) => m.t === 'trees', last)).trees as Array<{ name: string; version: string; errors: unknown[] }>;
+    expect(installed.find((t) => t.name === 'walker')).toMatchObject({ version: expect.stringMatching(/^v2 · /), errors: [] });
     await page.close();
   });
 });

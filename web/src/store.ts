@@ -123,6 +123,7 @@ class Store {
     const was = this.state.view;
     if (view === was) return;
     const entering = view === 'recordings';
+    if (view === 'trees') this.send({ t: 'trees' });
     if (!entering && was !== 'recordings') return this.set({ view });
     // Leaving one of them ends its watch (and frees the open recording's replay).
     this.send(entering ? { t: 'watch', agent: null } : { t: 'rec.close' });
@@ -201,6 +202,8 @@ class Store {
       case 'hello':
         this.set({ trees: msg.trees as TreeView[], sessions: msg.sessions as SessionSample[] });
         return this.followLink();
+      case 'trees':
+        return this.set({ trees: msg.trees as TreeView[] });
       case 'history': {
         const charts = new Map(this.state.charts);
         charts.set(msg.session as string, msg.samples as SessionSample[]);
