@@ -1,5 +1,6 @@
 // `repeat` and `retry`: restart the child after each success (repeat) or failure (retry), one restart per tick.
 
+import { js } from '../codegen.js';
 import { defineNode, type NodeKind } from '../node.js';
 import { Status, type TickStatus } from '../status.js';
 
@@ -27,14 +28,16 @@ function repeating(type: string, param: string, counted: TickStatus, description
           // The child's status is now final, so its next tick (next agent tick) is a fresh start.
           return limit !== -1 && done >= limit ? counted : Status.RUNNING;
         },
-        emit: (e, fresh, t) =>
-          `if (${fresh}) a.slots[${count}] = 0;\n` +
-          e.child(0, t) +
-          `if (${t} === ${counted}) {
+        // The limit reaches the generated code through bind, like every value from a tree file.
+        emit: (e, fresh, t) => {
+          const max = e.bind(limit);
+          return js`if (${fresh}) a.slots[${count}] = 0;
+${e.child(0, t)}if (${t} === ${counted}) {
   const done = a.slots[${count}] + 1;
   a.slots[${count}] = done;
-  ${t} = ${limit} !== -1 && done >= ${limit} ? ${counted} : ${Status.RUNNING};
-}\n`,
+  ${t} = ${max} !== -1 && done >= ${max} ? ${counted} : ${Status.RUNNING};
+}\n`;
+        },
         state: (a) => ({ count: a.slots[count]!, limit }),
       };
     },
