@@ -14,13 +14,13 @@ describe('js tagged template', () => {
     expect(String(js`a[${3}] = ${-2} + ${ident('x')} || ${true};`)).toBe('a[3] = (-2) + x || true;');
     expect(String(js`${-0}`)).toBe('(-0)');
     for (const bad of ['x', '1', '', null, undefined, {}, [], () => 1, Number.NaN, Infinity, 10n]) {
-      expect(() => js`a = ${bad as CodePart};`, String(bad)).toThrow(TypeError);
+      expect(() => js`a = ${bad as CodePart};`).toThrow(TypeError);
     }
   });
 
   it('ident accepts identifiers only; Code cannot be made outside codegen.ts', () => {
     expect(String(ident('b_n12'))).toBe('b_n12');
-    for (const bad of ['1a', 'a b', 'a;b', 'a.b', '', '${x}', 'a\u2028']) expect(() => ident(bad), bad).toThrow(TypeError);
+    for (const bad of ['1a', 'a b', 'a;b', 'a.b', '', '${x}', 'a\u2028']) expect(() => ident(bad)).toThrow(TypeError);
     expect(() => new Code(Symbol('Code'), 'evil()')).toThrow(TypeError);
     expect(() => joinCode(['evil()' as unknown as Code])).toThrow(TypeError);
     expect(() => generate([ident('a')], 'return 1' as unknown as Code, [1])).toThrow(TypeError);
