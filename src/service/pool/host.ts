@@ -32,7 +32,7 @@ class HostSession {
 }
 
 /** Writes row values `base .. base + fields.length - 1` of a RowBatch into `obs`, in `fields` order. */
-type RowWriter = (obs: Record<string, unknown>, values: Float64Array, tags: Uint8Array, other: readonly unknown[], vectors: Float64Array, base: number) => void;
+export type RowWriter = (obs: Record<string, unknown>, values: Float64Array, tags: Uint8Array, other: readonly unknown[], vectors: Float64Array, base: number) => void;
 
 /**
  * A row writer for these fields. Generated code with one constant-name store per field is ~6× faster than a
@@ -41,7 +41,7 @@ type RowWriter = (obs: Record<string, unknown>, values: Float64Array, tags: Uint
  * source only through `literal` (JSON.stringify), which yields a string literal whatever the name holds.
  * Where code generation is disallowed (--disallow-code-generation-from-strings), the loop is used.
  */
-function rowWriter(fields: readonly string[]): RowWriter {
+export function rowWriter(fields: readonly string[]): RowWriter {
   if (CODE_GENERATION) {
     const body = joinCode(fields.map((f, k) => js`  obs[${literal(f)}] = ${valueSource(k)};\n`));
     const source = js`return function writeRow(obs, values, tags, other, vectors, base) {\n  let t;\n${body}};`;
