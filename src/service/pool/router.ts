@@ -8,7 +8,7 @@ import { SessionShard } from './shard.js';
 import type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
-import { Msg, isPackedRows, type PackedRows } from '../../protocol/index.js';
+import { Msg, isAgentId, isPackedRows, type PackedRows } from '../../protocol/index.js';
 
 /** Where one agent lives. */
 interface Route {
@@ -506,10 +506,6 @@ export abstract class PoolRouter implements AgentPool {
     }
     return best;
   }
-}
-
-function isAgentId(id: unknown): id is AgentId {
-  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
 }
 
 /** The first wrongly typed optional field of a spawn entry, as a message, or null. */
