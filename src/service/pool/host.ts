@@ -4,7 +4,9 @@
 
 import { deserialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
-import { Agent, CODE_GENERATION, generate, ident, joinCode, js, literal, type AgentFrame, type Code, type CompiledTree, type DecisionSink } from '../../bt/index.js';
+import { Agent, type AgentFrame, type CompiledTree, type DecisionSink } from '../../bt/index.js';
+// The engine's one code generation site and its template (generate is not part of the engine's public API).
+import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
 import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
 
