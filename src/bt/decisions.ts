@@ -12,8 +12,8 @@ export interface DecisionSink {
   finished(agent: Agent, status: 'success' | 'failure'): void;
   /** The agent was stopped by an error (a plugin threw): it will not tick again. */
   error(agent: Agent, code: string, message: string): void;
-  /** A `log` leaf fired. */
-  log(agent: Agent, level: string, message: string): void;
+  /** A `log` leaf fired; `node` is its node number (absent from sinks written before it was passed). */
+  log(agent: Agent, level: string, message: string, node?: number): void;
 }
 
 type AgentId = number | string;

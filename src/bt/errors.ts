@@ -86,10 +86,45 @@ void exprCodesCovered;
  * One problem in one tree file. `path` is the JSON path of the node (`root.children[2].child`),
  * `blackboard` for a blackboard key, or '' for the file as a whole. A problem in a parameter names
  * it in `field` (`if`, `values.target`, `services[0].every`); for an expression `column` is the
- * 1-based column inside the expression text. Parse errors carry `line` and `column` in the file.
+ * 1-based column inside the expression text. When the tree's text is known (a file, a posted text)
+ * every error also carries `line` and `column` in that text: the node, the field's key, or for an
+ * expression the character the problem starts at (then `column` is the file's, not the expression's).
  */
 export interface ValidationError {
   readonly code: TreeErrorCode;
+  readonly file: string;
+  readonly path: string;
+  readonly message: string;
+  readonly field?: string;
+  readonly line?: number;
+  readonly column?: number;
+}
+
+/**
+ * Every code a tree validation warning can carry. A warning does not stop the tree from loading: it
+ * points at something that works but does not do what its author probably meant. Never reused.
+ */
+export const TreeWarningCode = {
+  W_ABORT_REACTIVE: 'W_ABORT_REACTIVE',
+} as const;
+
+/** A tree validation warning code. */
+export type TreeWarningCode = (typeof TreeWarningCode)[keyof typeof TreeWarningCode];
+
+/** The warnings' catalog, shown in docs/trees.md beside the errors. */
+export const TREE_WARNINGS = {
+  W_ABORT_REACTIVE: {
+    description:
+      '`abort: "lower"` (or the lower half of `"both"`) on a child of a `reactive: true` selector: the selector re-checks its earlier children every tick anyway, so it adds nothing.',
+  },
+} as const satisfies { readonly [C in TreeWarningCode]: { readonly description: string } };
+
+/**
+ * Something a tree does that works but is probably not what its author meant; the tree still loads.
+ * Same fields as {@link ValidationError}.
+ */
+export interface ValidationWarning {
+  readonly code: TreeWarningCode;
   readonly file: string;
   readonly path: string;
   readonly message: string;
@@ -204,6 +239,11 @@ export const TreeMsg = {
   unknownService: (name: string, suggestion: string | null, anyRegistered: boolean): string =>
     `unknown service '${name}'${hint(suggestion)}${anyRegistered ? '' : '; no named services are registered (plugins register them)'}`,
   serviceField: (field: string, suggestion: string | null): string => `unknown field '${field}' in this service entry${hint(suggestion)}`,
+  // W_ABORT_REACTIVE (a warning)
+  abortUnderReactive: (mode: 'lower' | 'both'): string =>
+    mode === 'lower'
+      ? "abort 'lower' adds nothing under a reactive selector: it re-checks its earlier children every tick anyway; remove 'abort' or make the selector non-reactive"
+      : "the 'lower' half of abort 'both' adds nothing under a reactive selector: it re-checks its earlier children every tick anyway; use abort 'self'",
 } as const;
 
 /**
@@ -252,4 +292,28 @@ function editDistance(a: string, b: string, limit: number): number {
     rows.push(row);
   }
   return rows[a.length]![b.length]!;
+}
+
+/** One problem as a compiler-style line: `trees/guard.json:12:5: root.children[2].child: unknown node type 'sequnce' … [E_NODE_UNKNOWN_TYPE]`. */
+export function formatError(e: ValidationError | ValidationWarning): string {
+  const at = e.field === undefined ? e.path : e.path === '' ? e.field : `${e.path}.${e.field}`;
+  const severity = e.code.startsWith('W_') ? 'warning: ' : '';
+  if (e.line !== undefined) return `${e.file}:${e.line}:${e.column ?? 1}: ${at === '' ? '' : `${at}: `}${severity}${e.message} [${e.code}]`;
+  const column = e.column === undefined ? '' : ` (column ${e.column})`;
+  return `${e.file}: ${at === '' ? '' : `${at}${column}: `}${severity}${e.message} [${e.code}]`;
+}
+
+/** Every problem on its own line (see formatError), for logs and the command line. */
+export function formatErrors(errors: ReadonlyArray<ValidationError | ValidationWarning>): string {
+  return errors.map(formatError).join('\n');
+}
+
+/** compileTree was given a definition that validation rejects; `errors` says why, `message` lists them. */
+export class InvalidTreeError extends Error {
+  override readonly name = 'InvalidTreeError';
+  readonly errors: readonly ValidationError[];
+  constructor(tree: string, errors: readonly ValidationError[]) {
+    super(`tree '${tree}' is invalid and cannot be compiled (validate trees first, e.g. with TreeLibrary):\n${formatErrors(errors)}`);
+    this.errors = errors;
+  }
 }

@@ -24,8 +24,9 @@ export {
   type PluginContext,
   type PluginParams,
 } from './plugins.js';
-export { compileExpression, truthy, EXPRESSION_FUNCTIONS, type ExprContext, type CompiledExpr, type ExprError } from './expr/index.js';
-export { TreeErrorCode, TREE_ERRORS, TreeMsg, didYouMean, type ValidationError } from './errors.js';
-export { validateTree, MAX_NODE_DEPTH, type ValidateContext } from './validate.js';
-export { TreeLibrary, formatError, formatErrors, parseTreeText, TREE_FILE_EXTENSIONS, type LibraryResult, type ParsedTreeText } from './library.js';
+export { compileExpression, checkExpression, truthy, EXPRESSION_FUNCTIONS, type ExprContext, type CompiledExpr, type ExprError, type ExprCheck } from './expr/index.js';
+export { TreeErrorCode, TREE_ERRORS, TreeWarningCode, TREE_WARNINGS, TreeMsg, didYouMean, InvalidTreeError, type ValidationError, type ValidationWarning } from './errors.js';
+export { validateTree, checkTree, MAX_NODE_DEPTH, type ValidateContext, type TreeCheck } from './validate.js';
+export { TreeLibrary, formatError, formatErrors, parseTreeText, parseTreeSource, TREE_FILE_EXTENSIONS, type LibraryResult, type ParsedTreeText, type ParsedTreeSource } from './library.js';
+export { SourcePositions, locateProblems, type TextPosition } from './locate.js';
 export { treeJsonSchema, formatTreeSchema } from './schema.js';

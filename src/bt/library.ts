@@ -6,12 +6,21 @@ import { extname, join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { NodeCatalog } from './catalog.js';
 import type { TreeDefinition } from './definition.js';
-import { TreeMsg, type ValidationError } from './errors.js';
-import { compileTree, type CompiledTree } from './program.js';
-import { validateTree } from './validate.js';
+import { TreeMsg, type ValidationError, type ValidationWarning } from './errors.js';
+import { locateProblems, SourcePositions } from './locate.js';
 
-/** A library, or every error that kept it from loading (all files, not only the first bad one). */
-export type LibraryResult = { readonly ok: true; readonly library: TreeLibrary } | { readonly ok: false; readonly errors: ValidationError[] };
+export { formatError, formatErrors } from './errors.js';
+import { compileValidatedTree, type CompiledTree } from './program.js';
+import { checkTree } from './validate.js';
+
+/**
+ * A library, or every error that kept it from loading (all files, not only the first bad one); with
+ * the warnings of every tree either way. Problems of files carry `line` and `column`: print them
+ * with formatError (`trees/guard.json:12:5: root.children[2]: … [CODE]`).
+ */
+export type LibraryResult =
+  | { readonly ok: true; readonly library: TreeLibrary; readonly warnings: ValidationWarning[] }
+  | { readonly ok: false; readonly errors: ValidationError[]; readonly warnings: ValidationWarning[] };
 
 /** Extensions read by `loadFolder`; the file name without extension is the tree name. */
 export const TREE_FILE_EXTENSIONS: readonly string[] = ['.json', '.yaml', '.yml'];
@@ -46,7 +55,7 @@ export class TreeLibrary {
   static fromDefinitions(defs: Readonly<Record<string, unknown>>, opts: { catalog?: NodeCatalog; files?: Readonly<Record<string, string>> } = {}): LibraryResult {
     const map = new Map<string, unknown>(Object.entries(defs));
     const files = new Map<string, string>(Object.entries(opts.files ?? {}));
-    return TreeLibrary.build(map, files, opts.catalog ?? new NodeCatalog(), new Set(), []);
+    return TreeLibrary.build(map, files, opts.catalog ?? new NodeCatalog(), new Set(), [], new Map());
   }
 
   /**
@@ -69,6 +78,7 @@ export class TreeLibrary {
     const files = new Map<string, string>();
     const broken = new Set<string>();
     const errors: ValidationError[] = [];
+    const positions = new Map<string, SourcePositions>();
     for (const [name, fileNames] of [...byName].toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
       const file = join(dir, fileNames[0]!);
       files.set(name, file);
@@ -77,36 +87,49 @@ export class TreeLibrary {
         broken.add(name);
         continue;
       }
-      const parsed = parseTreeText(await readFile(file, 'utf8'), extname(file) === '.json' ? 'json' : 'yaml');
+      const parsed = parseTreeSource(await readFile(file, 'utf8'), extname(file) === '.json' ? 'json' : 'yaml');
       if (!parsed.ok) {
         errors.push({ code: 'E_TREE_PARSE', file, path: '', message: parsed.message, line: parsed.line, column: parsed.column });
         broken.add(name);
         continue;
       }
       defs.set(name, parsed.value);
+      positions.set(name, parsed.positions);
     }
-    return TreeLibrary.build(defs, files, opts.catalog ?? new NodeCatalog(), broken, errors);
+    return TreeLibrary.build(defs, files, opts.catalog ?? new NodeCatalog(), broken, errors, positions);
   }
 
   /**
    * Validates every tree of `defs` (`broken` names exist but could not be read: subtrees may name
-   * them without an "unknown tree" error), then compiles them all if nothing is wrong.
+   * them without an "unknown tree" error), then compiles them all if nothing is wrong. Problems of
+   * trees read from text get their line and column from `positions`.
    */
-  private static build(defs: Map<string, unknown>, files: Map<string, string>, catalog: NodeCatalog, broken: ReadonlySet<string>, errors: ValidationError[]): LibraryResult {
+  private static build(
+    defs: Map<string, unknown>,
+    files: Map<string, string>,
+    catalog: NodeCatalog,
+    broken: ReadonlySet<string>,
+    errors: ValidationError[],
+    positions: ReadonlyMap<string, SourcePositions>,
+  ): LibraryResult {
     const names = [...defs.keys()].toSorted();
     const treeNames = [...new Set([...names, ...broken])].toSorted();
     const lookup = (t: string): unknown => (defs.has(t) ? defs.get(t) : broken.has(t) ? null : undefined);
+    const warnings: ValidationWarning[] = [];
     for (const name of names) {
-      errors.push(...validateTree(name, defs.get(name), { catalog, file: files.get(name) ?? name, trees: lookup, treeNames, cyclesOncePerLibrary: true }));
+      const found = checkTree(name, defs.get(name), { catalog, file: files.get(name) ?? name, trees: lookup, treeNames, cyclesOncePerLibrary: true });
+      const at = positions.get(name);
+      errors.push(...(at === undefined ? found.errors : locateProblems(found.errors, at)));
+      warnings.push(...(at === undefined ? found.warnings : locateProblems(found.warnings, at)));
     }
-    if (errors.length > 0) return { ok: false, errors };
+    if (errors.length > 0) return { ok: false, errors, warnings };
     // Valid definitions hold JSON values only, so they clone; frozen, they can be handed out safely.
     const frozen = new Map<string, TreeDefinition>(names.map((n) => [n, deepFreeze(structuredClone(defs.get(n)) as TreeDefinition)]));
     const entries = new Map<string, Entry>();
     for (const name of names) {
-      entries.set(name, { definition: frozen.get(name)!, compiled: compileTree(name, (t) => frozen.get(t), catalog), file: files.get(name) ?? name });
+      entries.set(name, { definition: frozen.get(name)!, compiled: compileValidatedTree(name, (t) => frozen.get(t), catalog), file: files.get(name) ?? name });
     }
-    return { ok: true, library: new TreeLibrary(catalog, entries) };
+    return { ok: true, library: new TreeLibrary(catalog, entries), warnings };
   }
 
   /** Tree names, sorted. */
@@ -146,11 +169,22 @@ export type ParsedTreeText = { readonly ok: true; readonly value: unknown } | { 
  * commas, no repeated keys) so that every mistake gets a line, a column and a plain message.
  */
 export function parseTreeText(text: string, format: 'json' | 'yaml'): ParsedTreeText {
+  const parsed = parseTreeSource(text, format);
+  return parsed.ok ? { ok: true, value: parsed.value } : parsed;
+}
+
+/** A parsed tree text with the positions of its parts (for errors' line and column), or why it does not parse. */
+export type ParsedTreeSource =
+  | { readonly ok: true; readonly value: unknown; readonly positions: SourcePositions }
+  | { readonly ok: false; readonly message: string; readonly line: number; readonly column: number };
+
+/** Like {@link parseTreeText}, keeping the positions of the parsed text (JSON's are found only if asked for). */
+export function parseTreeSource(text: string, format: 'json' | 'yaml'): ParsedTreeSource {
   const source = text.startsWith('\uFEFF') ? text.slice(1) : text;
   if (format === 'json') {
     const problem = jsonSyntaxProblem(source);
     if (problem !== null) return { ok: false, message: TreeMsg.notJson(problem.message), ...lineColumn(source, problem.offset) };
-    return { ok: true, value: JSON.parse(source) as unknown };
+    return { ok: true, value: JSON.parse(source) as unknown, positions: SourcePositions.of(source) };
   }
   const lineCounter = new LineCounter();
   const doc = parseDocument(source, { lineCounter, prettyErrors: false, uniqueKeys: true });
@@ -161,7 +195,7 @@ export function parseTreeText(text: string, format: 'json' | 'yaml'): ParsedTree
     return { ok: false, message: TreeMsg.notYaml(why), line: at.line, column: at.col };
   }
   try {
-    return { ok: true, value: doc.toJS({ maxAliasCount: 100 }) as unknown };
+    return { ok: true, value: doc.toJS({ maxAliasCount: 100 }) as unknown, positions: SourcePositions.of(source, { doc, lines: lineCounter }) };
   } catch (err) {
     return { ok: false, message: TreeMsg.notYaml(err instanceof Error ? err.message : String(err)), line: 1, column: 1 };
   }
@@ -303,17 +337,4 @@ function jsonSyntaxProblem(s: string): { message: string; offset: number } | nul
     if (err instanceof JsonSyntaxError) return { message: err.message, offset: err.offset };
     throw err;
   }
-}
-
-/** One error as a compiler-style line: `trees/guard.json: root.children[2].child: unknown node type 'sequnce' … [E_NODE_UNKNOWN_TYPE]`. */
-export function formatError(e: ValidationError): string {
-  if (e.line !== undefined) return `${e.file}:${e.line}:${e.column ?? 1}: ${e.message} [${e.code}]`;
-  const at = e.field === undefined ? e.path : e.path === '' ? e.field : `${e.path}.${e.field}`;
-  const column = e.column === undefined ? '' : ` (column ${e.column})`;
-  return `${e.file}: ${at === '' ? '' : `${at}${column}: `}${e.message} [${e.code}]`;
-}
-
-/** Every error on its own line (see formatError), for logs and the command line. */
-export function formatErrors(errors: readonly ValidationError[]): string {
-  return errors.map(formatError).join('\n');
 }

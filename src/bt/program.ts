@@ -5,12 +5,14 @@ import { createHash } from 'node:crypto';
 import type { Agent } from './agent.js';
 import type { NodeCatalog, ServiceBuilder } from './catalog.js';
 import { COMMON_FIELDS, type AbortMode, type ServiceDefinition, type TreeDefinition } from './definition.js';
+import { InvalidTreeError, TreeMsg, type ValidationError } from './errors.js';
 import { compileExpression, type CompiledExpr } from './expr/index.js';
 import { ObservedCollector, type ObservedFields } from './expr/reads.js';
 import type { NodeBehavior, NodeBuilder, NodeDefinition } from './node.js';
 import { inlineRoot, runServices, wrapNode, type CompiledService, type NodeWrapping } from './program-inline.js';
 import { Status, type TickStatus } from './status.js';
 import { TRACE_HOOKS, type CheckKind, type TraceHooks } from './trace-program.js';
+import { validateTree } from './validate.js';
 
 export type { CompiledService } from './program-inline.js';
 
@@ -101,8 +103,38 @@ export interface CompileOptions {
   readonly trace?: TraceHooks;
 }
 
-/** Compiles tree `name` (already validated). Throws only on definitions that validation would reject. */
+/**
+ * Validates tree `name` and every subtree it reaches (against `catalog`), then compiles it.
+ * @throws {InvalidTreeError} listing every problem, when validation rejects any of those trees (or
+ *   `name` is unknown): nothing of an invalid definition ever reaches generated code.
+ */
 export function compileTree(name: string, source: TreeSource, catalog: NodeCatalog, options: CompileOptions = {}): CompiledTree {
+  const errors: ValidationError[] = [];
+  const seen = new Set<string>();
+  const pending = [name];
+  const lookup = (t: string): unknown => source(t);
+  while (pending.length > 0) {
+    const tree = pending.pop()!;
+    if (seen.has(tree)) continue;
+    seen.add(tree);
+    const def = source(tree);
+    if (def === undefined) {
+      errors.push({ code: 'E_SUBTREE_UNKNOWN', file: tree, path: '', message: TreeMsg.unknownTree(tree, null) });
+      continue;
+    }
+    const found = validateTree(tree, def, { catalog, trees: lookup });
+    errors.push(...found);
+    if (found.length === 0) walkDefinition(def.root, (n) => typeof n['tree'] === 'string' && n.type === 'subtree' && void pending.push(n['tree']));
+  }
+  if (errors.length > 0) throw new InvalidTreeError(name, errors);
+  return compileValidatedTree(name, source, catalog, options);
+}
+
+/**
+ * Compiles tree `name`, which must already have passed validation with its subtrees (TreeLibrary
+ * validates a whole folder first). Not part of the engine's public API: use compileTree.
+ */
+export function compileValidatedTree(name: string, source: TreeSource, catalog: NodeCatalog, options: CompileOptions = {}): CompiledTree {
   const hooks = options.trace ?? null;
   const main = source(name);
   if (main === undefined) throw new Error(`unknown tree '${name}'`);

@@ -3,11 +3,11 @@
 
 import type { NodeCatalog } from './catalog.js';
 import { ABORT_MODES, COMMON_FIELDS, FORBIDDEN_NAMES } from './definition.js';
-import { describeValue, didYouMean, listNames, TreeMsg, type TreeErrorCode, type ValidationError } from './errors.js';
-import { compileExpression } from './expr/index.js';
+import { describeValue, didYouMean, listNames, TreeMsg, type TreeErrorCode, type ValidationError, type ValidationWarning } from './errors.js';
+import { checkExpression } from './expr/index.js';
 import type { NodeDefinition, NodeKind, ParamSpec } from './node.js';
 
-export type { ValidationError } from './errors.js';
+export type { ValidationError, ValidationWarning } from './errors.js';
 
 /** What validation needs besides the definition itself. */
 export interface ValidateContext {
@@ -53,6 +53,14 @@ interface KeyScope {
 interface ParentInfo {
   readonly kind: NodeKind | undefined;
   readonly type: string;
+  /** `reactive: true` on the parent (a reactive sequence or selector). */
+  readonly reactive: boolean;
+}
+
+/** Everything validation found in one tree: errors (the tree cannot load) and warnings (it can). */
+export interface TreeCheck {
+  readonly errors: ValidationError[];
+  readonly warnings: ValidationWarning[];
 }
 
 /**
@@ -64,13 +72,22 @@ interface ParentInfo {
  * reported at the subtree node where they start.
  */
 export function validateTree(name: string, definition: unknown, ctx: ValidateContext): ValidationError[] {
+  return checkTree(name, definition, ctx).errors;
+}
+
+/**
+ * Like {@link validateTree}, with the warnings too: things that load and run but probably do not do
+ * what the designer meant (`abort: "lower"` under a reactive selector). Warnings come in file order.
+ */
+export function checkTree(name: string, definition: unknown, ctx: ValidateContext): TreeCheck {
   const v = new TreeValidator(name, definition, ctx);
   v.run();
-  return v.errors;
+  return { errors: v.errors, warnings: v.warnings };
 }
 
 class TreeValidator {
   readonly errors: ValidationError[] = [];
+  readonly warnings: ValidationWarning[] = [];
   private readonly name: string;
   private readonly definition: unknown;
   private readonly ctx: ValidateContext;
@@ -238,7 +255,7 @@ class TreeValidator {
       }
     }
 
-    const me: ParentInfo = { kind, type: typeName };
+    const me: ParentInfo = { kind, type: typeName, reactive: own(n, 'reactive') === true };
     for (const [c, at] of visit) this.node(c, at, me, depth + 1);
   }
 
@@ -263,6 +280,9 @@ class TreeValidator {
         const underSelector = parent !== null && (parent.kind === undefined || parent.kind === this.selector);
         if ((abort === 'lower' || abort === 'both') && !underSelector) {
           this.report('E_ABORT_PLACEMENT', path, TreeMsg.abortNotUnderSelector(abort, parent?.type ?? null), 'abort');
+        } else if ((abort === 'lower' || abort === 'both') && parent?.kind === this.selector && parent?.reactive === true) {
+          // trees.md, "Cases pinned after review": legal, but the reactive selector already re-checks.
+          this.warnings.push({ code: 'W_ABORT_REACTIVE', file: this.file, path, message: TreeMsg.abortUnderReactive(abort), field: 'abort' });
         }
       }
     }
@@ -441,9 +461,9 @@ class TreeValidator {
     return ok;
   }
 
-  /** Compiles an expression against this tree's declared keys; reports its errors with their columns. */
+  /** Checks an expression against this tree's declared keys (no code is generated); reports its errors with their columns. */
   private expression(source: string, path: string, field: string): boolean {
-    const result = compileExpression(source, { blackboardKeys: this.treeScope.keys });
+    const result = checkExpression(source, { blackboardKeys: this.treeScope.keys });
     if (result.ok) return true;
     for (const e of result.errors) this.errors.push({ code: e.code, file: this.file, path, message: e.message, field, column: e.column });
     return false;

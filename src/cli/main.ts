@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // The `canopy` command: `serve` (the service), `validate DIR` (tree errors), `replay FILE` (exact replay
-// and what-if of a recording). Later features add their subcommands here.
+// and what-if of a recording), `convert` (BehaviorTree.CPP / Groot2 XML in and out).
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { formatError, TreeLibrary } from '../bt/library.js';
+import { runConvert } from '../interop/cli.js';
 import { RecordingError, RecordingReader, verifyRecording, whatIf } from '../record/index.js';
 import { loadCatalog } from '../service/pool/load.js';
 import { formatVerify, formatWhatIf, progress } from './report.js';
@@ -29,6 +30,7 @@ async function loadFolder(dir: string, plugins: string | undefined): Promise<Tre
     process.stderr.write(`${r.errors.length} error${r.errors.length === 1 ? '' : 's'}\n`);
     process.exit(1);
   }
+  for (const w of r.warnings) process.stderr.write(`${formatError(w)}\n`);
   return r.library;
 }
 
@@ -107,6 +109,26 @@ program
     process.stdout.write(`${opts.json === true ? JSON.stringify(report) : formatWhatIf(report)}\n`);
     const changed = opts.failOnChange === 'any' ? report.summary.agentsAffected : opts.failOnChange === 'untouched' ? report.summary.agentsAffectedOnUnchangedTrees : 0;
     process.exitCode = changed > 0 ? 1 : 0;
+  });
+
+program
+  .command('convert')
+  .description('BehaviorTree.CPP v4 / Groot2 XML to Canopy tree files (--to canopy), or Canopy trees to Groot2 XML (--to xml); docs/interop.md')
+  .argument('<input>', '--to canopy: an XML file; --to xml: a tree file (its subtrees come along) or a trees folder')
+  .addOption(new Option('--to <format>', 'what to write').choices(['canopy', 'xml']).makeOptionMandatory())
+  .option('-o, --output <path>', '--to canopy: a folder (one file per tree) or a file for a single tree; --to xml: the XML file (default: stdout)')
+  .addOption(new Option('--format <format>', 'tree file format for --to canopy').choices(['json', 'yaml']))
+  .option('--plugins <dir>', 'plugin folder whose node kinds the trees use')
+  .action(async (input: string, opts: { to: 'canopy' | 'xml'; output?: string; format?: 'json' | 'yaml'; plugins?: string }) => {
+    const catalog = await loadCatalog(opts.plugins);
+    if (!catalog.ok) fail(catalog.error);
+    process.exitCode = await runConvert({
+      input,
+      to: opts.to,
+      catalog: catalog.catalog,
+      ...(opts.output !== undefined ? { output: opts.output } : {}),
+      ...(opts.format !== undefined ? { format: opts.format } : {}),
+    });
   });
 
 await program.parseAsync(process.argv);

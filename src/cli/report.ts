@@ -35,6 +35,9 @@ export function formatVerify(file: string, r: VerifyReport): string {
     lines.push(`  replayed: ${JSON.stringify(d.replayed)}`);
   }
   if (r.truncated !== null) lines.push(`note: the recording stops early (${r.truncated}); replayed up to its last complete block`);
+  if (r.agentsAtStart > 0) {
+    lines.push(`note: recording started on a live session that already had ${r.agentsAtStart} agents; their spawns and earlier inputs are not in it, so their decisions cannot be reproduced (start recording with hello.record or CANOPY_RECORD=all for an exact replay)`);
+  }
   return lines.join('\n');
 }
 

@@ -6,6 +6,7 @@
 import type { AgentFrame, AgentId, WatchedFrame } from '../bt/index.js';
 import type { ServiceContext } from '../service/context.js';
 import type { Session } from '../service/session.js';
+import { AgentActivity } from './activity.js';
 
 /** One second of one session, as the sessions view charts it. */
 export interface SessionSample {
@@ -62,6 +63,8 @@ export class InspectorHub {
   private readonly previous = new Map<string, Previous>();
   private readonly history = new Map<string, SessionSample[]>();
   private sampler: NodeJS.Timeout | null = null;
+  /** Sessions shown by a page: the pages, and their agents' activity (kept only while shown). */
+  private readonly shown = new Map<string, { session: Session; pages: Set<PageSink>; activity: AgentActivity }>();
 
   constructor(ctx: ServiceContext) {
     this.ctx = ctx;
@@ -86,6 +89,7 @@ export class InspectorHub {
   /** A page closed: its watches end; the sampler stops with the last page. */
   async close(page: PageSink): Promise<void> {
     this.pages.delete(page);
+    this.show(page, null);
     await Promise.all([...this.watchers.values()].filter((w) => w.pages.has(page)).map((w) => this.unwatch(page, w.session, w.agent)));
     if (this.pages.size === 0 && this.sampler !== null) {
       clearInterval(this.sampler);
@@ -93,6 +97,29 @@ export class InspectorHub {
       this.previous.clear();
       this.history.clear();
     }
+  }
+
+  /** `page` shows `session` (null: none): the session's decisions are followed while any page shows it. */
+  show(page: PageSink, session: Session | null): void {
+    for (const [id, entry] of this.shown) {
+      if (entry.session === session || !entry.pages.delete(page) || entry.pages.size > 0) continue;
+      entry.session.stats.listener = null;
+      this.shown.delete(id);
+    }
+    if (session === null) return;
+    let entry = this.shown.get(session.id);
+    if (entry === undefined) {
+      const activity = new AgentActivity();
+      entry = { session, pages: new Set(), activity };
+      session.stats.listener = (d) => activity.record(d);
+      this.shown.set(session.id, entry);
+    }
+    entry.pages.add(page);
+  }
+
+  /** What the agents of a shown session last decided; null when no page shows it. */
+  activityOf(session: string): AgentActivity | null {
+    return this.shown.get(session)?.activity ?? null;
   }
 
   /** The charts' history of one session, oldest first. */

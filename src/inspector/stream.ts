@@ -35,6 +35,7 @@ export const inspectorStream: FastifyPluginAsync<{ ctx: ServiceContext; library:
 type Incoming =
   | { t: 'session'; session: string | null }
   | { t: 'agents' }
+  | { t: 'activity' }
   | { t: 'watch'; agent: AgentId | null }
   | { t: 'frames' }
   | { t: 'why'; tick: number }
@@ -109,13 +110,20 @@ class Page implements PageSink {
         ++this.watchRequest;
         await this.stopWatching();
         this.session = typeof msg.session === 'string' ? msg.session : null;
+        const shown = this.session === null ? undefined : this.live(this.session);
+        this.hub.show(this, shown ?? null);
         if (this.session === null) return;
-        if (this.live(this.session) === undefined) return this.send({ t: 'error', message: `no session ${this.session}` });
+        if (shown === undefined) return this.send({ t: 'error', message: `no session ${this.session}` });
         this.send({ t: 'history', session: this.session, samples: this.hub.historyOf(this.session) });
         return this.sendAgents();
       }
       case 'agents':
         return this.sendAgents();
+      case 'activity': {
+        const activity = this.session === null ? null : this.hub.activityOf(this.session);
+        if (activity === null) return;
+        return this.send({ t: 'activity', session: this.session, ...activity.view() });
+      }
       case 'watch': {
         // Clicking through agents sends watches faster than they are answered: only the last one stays.
         const n = ++this.watchRequest;

@@ -71,6 +71,11 @@ export interface RecordingHeader extends TreeTable {
   readonly fields: readonly string[] | null;
   /** Wall clock at the start of the part (informational). */
   readonly startedAt: string;
+  /**
+   * Agents the session already had when recording started (a recording started on a live session):
+   * their spawns and earlier inputs are not in the recording, so their decisions cannot be replayed.
+   */
+  readonly agentsAtStart?: number;
   /** Plugins loaded when recording started (names; versions when the plugin declares one). */
   readonly plugins: ReadonlyArray<{ readonly name: string; readonly version?: string }>;
 }

@@ -238,6 +238,8 @@ export interface VerifyReport {
   readonly difference: FrameDifference | null;
   /** The recording stopped early (cut off by a crash): where. */
   readonly truncated: string | null;
+  /** Agents the session had before recording started (their decisions cannot be replayed), from the header. */
+  readonly agentsAtStart: number;
 }
 
 /**
@@ -273,5 +275,6 @@ export async function verifyRecording(
     identical: difference === null,
     difference,
     truncated: s.problem,
+    agentsAtStart: s.header.agentsAtStart ?? 0,
   };
 }

@@ -52,6 +52,8 @@ export interface Config {
   readonly recordMaxBytes: number;
   /** Above this many bytes of recordings in the folder, the oldest finished parts are deleted; 0: no cap. */
   readonly recordMaxTotalBytes: number;
+  /** Largest body of POST /v1/trees/validate, in bytes. */
+  readonly maxValidateBytes: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -88,6 +90,7 @@ export function defaultConfig(): Config {
     recordDir: './recordings',
     recordMaxBytes: 256 * 1024 * 1024,
     recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
+    maxValidateBytes: 1024 * 1024,
   };
 }
 
@@ -120,6 +123,7 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   recordDir: (raw, name) => ({ recordDir: nonEmpty(raw, name) }),
   recordMaxBytes: (raw, name) => ({ recordMaxBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
   recordMaxTotalBytes: (raw, name) => ({ recordMaxTotalBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
+  maxValidateBytes: (raw, name) => ({ maxValidateBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */

@@ -28,6 +28,10 @@ export interface Tuning {
   readonly closeTimeoutMs?: number;
   /** Raw bytes of records gathered before a recording block is compressed and written. */
   readonly recordBlockBytes: number;
+  /** Longest validation of one posted tree; then the validation thread is replaced and the request answered 422. */
+  readonly validateTimeLimitMs: number;
+  /** Posted trees waiting behind the one being validated; beyond it requests are answered 429. */
+  readonly validateQueue: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -39,6 +43,8 @@ export const DEFAULT_TUNING: Tuning = {
   retryAfterMs: 1000,
   workerStallMs: 10_000,
   recordBlockBytes: 256 * 1024,
+  validateTimeLimitMs: 10_000,
+  validateQueue: 8,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

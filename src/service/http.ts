@@ -49,15 +49,18 @@ export function setUpBodies(app: FastifyInstance, bodyLimit: number): void {
       done(new HttpError(400, ErrorCode.E_PROTOCOL, message), undefined);
     }
   });
-  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
-    if (error instanceof HttpError) return respond(request, reply, { code: error.code, message: error.message }, error.status);
-    const status = error.statusCode ?? 500;
-    if (status >= 500) {
-      request.log.error({ err: error }, 'request failed');
-      return respond(request, reply, { code: ErrorCode.E_INTERNAL, message: 'internal error; the service logged the details' }, 500);
-    }
-    return respond(request, reply, { code: codeFor(error), message: error.message }, status);
-  });
+  app.setErrorHandler(sendError);
+}
+
+/** The error handler of every scope: `{ code, message }` in the request's format; a 5xx is logged, its details kept. */
+export function sendError(error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error instanceof HttpError) return respond(request, reply, { code: error.code, message: error.message }, error.status);
+  const status = error.statusCode ?? 500;
+  if (status >= 500) {
+    request.log.error({ err: error }, 'request failed');
+    return respond(request, reply, { code: ErrorCode.E_INTERNAL, message: 'internal error; the service logged the details' }, 500);
+  }
+  return respond(request, reply, { code: codeFor(error), message: error.message }, status);
 }
 
 /** fastify's own 4xx errors in the protocol's terms. */

@@ -66,7 +66,7 @@ export class Metrics {
         },
       }));
     };
-    workerGauge('canopy_worker_event_loop_utilization', 'Event-loop utilization of each worker thread since the previous sample, 0 to 1', (w) => w.elu);
+    workerGauge('canopy_worker_event_loop_utilization', 'Event-loop utilization of each worker thread over the last completed 5 s window measured inside the service (the same for every scraper), 0 to 1', (w) => w.elu);
     workerGauge('canopy_worker_agents', 'Agents held by each worker thread', (w) => w.agents);
     workerGauge('canopy_worker_last_tick_seconds', 'Duration of the last tick slice each worker ran', (w) => w.lastTickMs / 1000);
 

@@ -97,6 +97,7 @@ export class Recordings {
         mode: session.mode,
         hz: session.hz,
         fields: session.fields,
+        agentsAtStart: session.agentCount(),
         plugins: this.plugins(),
         ...this.trees(),
       },

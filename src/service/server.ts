@@ -16,6 +16,7 @@ import { Recordings, recordingRoutes } from './recordings.js';
 import { SessionRegistry } from './sessions.js';
 import { sessionRoutes } from './sessionsHttp.js';
 import { StartupError, loadLibrary, treeRoutes } from './trees.js';
+import { ValidationWorker } from './validation/runner.js';
 import { GoodbyeReason, wsRoutes } from './ws.js';
 import { inspectorAssets, inspectorPage } from '../inspector/static.js';
 import { inspectorStream } from '../inspector/stream.js';
@@ -54,7 +55,7 @@ class QuietRequests extends LogController {
 export async function createServer(config: ServerConfig, options: { logger?: Logger } = {}): Promise<CanopyServer> {
   const logger = options.logger ?? pino({ level: config.logLevel });
   const tuning = { ...DEFAULT_TUNING, ...config.tuning };
-  const library = await loadLibrary(config.trees, config.plugins);
+  const library = await loadLibrary(config.trees, config.plugins, logger);
   let pool: AgentPool;
   try {
     pool = await createAgentPool({
@@ -69,6 +70,12 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     throw new StartupError(err instanceof Error ? err.message : String(err));
   }
   const treeNames = library.names();
+  // POST /v1/trees/validate parses and validates on a thread of its own, against the loaded trees.
+  const validation = new ValidationWorker(
+    { plugins: config.plugins, trees: Object.fromEntries(treeNames.map((n) => [n, library.definition(n)])) },
+    { timeLimitMs: tuning.validateTimeLimitMs, queueLimit: tuning.validateQueue },
+    logger,
+  );
   const connections = new Set<LiveConnection>();
   // The gauges read sessions lazily, at scrape time.
   let sessions: SessionRegistry | undefined;
@@ -130,7 +137,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   await app.register(async (api) => {
     if (config.apiKeys.length > 0) api.addHook('onRequest', apiKeyHook(config.apiKeys));
     await api.register(wsRoutes, { ctx });
-    await api.register(treeRoutes, { library });
+    await api.register(treeRoutes, { library, validation, maxValidateBytes: config.maxValidateBytes });
     await api.register(sessionRoutes, { ctx });
     await api.register(inspectorPage);
     await api.register(inspectorStream, { ctx, library });
@@ -153,6 +160,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     await ctx.sessions.freeAll();
     await recordings.closeAll();
     await app.close();
+    await validation.close();
     await pool.close();
     ctx.phase = 'closed';
     logger.info({ sessionsDrained: drained, connections: live.length }, 'canopy stopped');

@@ -350,6 +350,11 @@ export class Session {
     return decisions;
   }
 
+  /** Agents the session has now. */
+  agentCount(): number {
+    return this.host.pool.agentCount(this.id);
+  }
+
   /** A plain description for `GET /v1/sessions` (never the resume token). */
   describe(): Record<string, unknown> {
     return {

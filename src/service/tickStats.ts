@@ -1,6 +1,16 @@
 // Running totals of one session's ticks (ticks, decisions, lateness, missed ticks) that a tool samples
 // to show rates; counting costs a few additions per tick, nothing per agent.
 
+import type { AgentId } from '../bt/index.js';
+
+/** What one tick decided, as the pool returns it (docs/protocol.md, `decisions`). */
+export interface TickDecisions {
+  readonly actions: ReadonlyArray<readonly [AgentId, number, string, unknown]>;
+  readonly cancels: ReadonlyArray<readonly [AgentId, number]>;
+  readonly done: ReadonlyArray<readonly [AgentId, 'success' | 'failure']>;
+  readonly errors: ReadonlyArray<readonly [AgentId, string, string]>;
+}
+
 /** Totals since the session opened; readers compute rates from two samples. */
 export class TickStats {
   ticks = 0;
@@ -13,15 +23,18 @@ export class TickStats {
   lastLateMs = 0;
   /** Duration of the last tick, ms. */
   lastTickMs = 0;
+  /** Sees every tick's decisions while a tool (the inspector) listens; null otherwise: then nothing is kept. */
+  listener: ((d: TickDecisions) => void) | null = null;
 
   /** One tick ran: what it decided and how long it took. */
-  ticked(d: { actions: unknown[]; cancels: unknown[]; done: unknown[]; errors: unknown[] }, ms: number): void {
+  ticked(d: TickDecisions, ms: number): void {
     this.ticks++;
     this.actions += d.actions.length;
     this.cancels += d.cancels.length;
     this.done += d.done.length;
     this.errors += d.errors.length;
     this.lastTickMs = ms;
+    this.listener?.(d);
   }
 
   /** A fixed-rate tick started `lateMs` late after skipping `missed` ticks. */

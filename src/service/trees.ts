@@ -1,12 +1,13 @@
 // The loaded trees as the service shows them (GET /v1/trees, GET /v1/trees/:name), validation of a
 // tree before it is deployed (POST /v1/trees/validate), and loading the tree folder at start-up.
 
-import type { FastifyPluginAsync } from 'fastify';
-import { type TreeLibrary, parseTreeText } from '../bt/library.js';
-import { validateTree, type ValidationError } from '../bt/validate.js';
+import type { FastifyError, FastifyPluginAsync } from 'fastify';
+import type { Logger } from 'pino';
+import { formatError, type TreeLibrary } from '../bt/library.js';
 import { ErrorCode, Msg } from '../protocol/index.js';
-import { bodyMap, HttpError, respond } from './http.js';
+import { HttpError, respond, sendError } from './http.js';
 import { loadTrees } from './pool/load.js';
+import type { ValidationWorker } from './validation/runner.js';
 
 /** Start-up cannot go on: the message lists every problem, one per line. Exit code 1. */
 export class StartupError extends Error {
@@ -18,73 +19,19 @@ export class StartupError extends Error {
  * the library the HTTP routes show and validate against, and the agent pool's main thread uses.
  * @throws {StartupError} listing every invalid tree (formatErrors), or why a plugin or the folder failed.
  */
-export async function loadLibrary(trees: string, plugins: string | null): Promise<TreeLibrary> {
+export async function loadLibrary(trees: string, plugins: string | null, logger?: Logger): Promise<TreeLibrary> {
   const loaded = await loadTrees(trees, plugins ?? undefined);
   if (!loaded.ok) throw new StartupError(loaded.error);
+  // Warnings do not stop start-up: each is logged once, compiler-style, with its file, line and column.
+  for (const w of loaded.warnings) logger?.warn({ code: w.code, file: w.file, path: w.path, line: w.line, column: w.column }, formatError(w));
   return loaded.library;
 }
 
-/** One validation error as the HTTP API shows it. */
-export interface ValidationErrorView {
-  readonly code: string;
-  readonly tree: string;
-  readonly path: string;
-  readonly field: string | null;
-  readonly message: string;
-  readonly line?: number;
-  readonly column?: number;
-}
-
-function view(e: ValidationError): ValidationErrorView {
-  return {
-    code: e.code,
-    tree: e.file,
-    path: e.path,
-    field: e.field ?? null,
-    message: e.message,
-    ...(e.line !== undefined ? { line: e.line } : {}),
-    ...(e.column !== undefined ? { column: e.column } : {}),
-  };
-}
-
-/** Default name of a tree validated without one. */
-const UNNAMED = 'tree';
-
-/**
- * Validates a tree posted to /v1/trees/validate. The body is either a tree definition itself
- * (`{ root, blackboard? }`), or `{ name?, definition, trees? }` where `trees` maps names to
- * definitions of subtrees not loaded yet (they win over loaded trees of the same name); `definition`
- * may be YAML or JSON text. Subtrees are otherwise resolved among the loaded trees.
- */
-export function validatePosted(library: TreeLibrary, body: Record<string, unknown>): { valid: boolean; errors: ValidationErrorView[] } {
-  const wrapped = 'definition' in body && !('root' in body);
-  const name = wrapped && body.name !== undefined ? body.name : UNNAMED;
-  if (typeof name !== 'string' || name.length === 0) throw new HttpError(400, ErrorCode.E_BAD_FIELD, Msg.badField('name', 'expected a non-empty string'));
-  let definition: unknown = wrapped ? body.definition : body;
-  if (typeof definition === 'string') {
-    const parsed = parseTreeText(definition, definition.trimStart().startsWith('{') ? 'json' : 'yaml');
-    if (!parsed.ok) {
-      return { valid: false, errors: [view({ code: 'E_TREE_PARSE', file: name, path: '', message: parsed.message, line: parsed.line, column: parsed.column })] };
-    }
-    definition = parsed.value;
-  }
-  const extra = wrapped ? (body.trees ?? {}) : {};
-  if (typeof extra !== 'object' || extra === null || Array.isArray(extra)) {
-    throw new HttpError(400, ErrorCode.E_BAD_FIELD, Msg.badField('trees', 'expected a map of tree name → definition'));
-  }
-  const others = extra as Record<string, unknown>;
-  const lookup = (tree: string): unknown => {
-    if (tree === name) return definition;
-    if (Object.hasOwn(others, tree)) return others[tree];
-    return library.definition(tree);
-  };
-  const treeNames = [...new Set([name, ...Object.keys(others), ...library.names()])].toSorted();
-  const errors = validateTree(name, definition, { catalog: library.catalog, file: name, trees: lookup, treeNames });
-  return { valid: errors.length === 0, errors: errors.map(view) };
-}
-
 /** GET /v1/trees, GET /v1/trees/:name, POST /v1/trees/validate. */
-export const treeRoutes: FastifyPluginAsync<{ library: TreeLibrary }> = async (app, { library }) => {
+export const treeRoutes: FastifyPluginAsync<{ library: TreeLibrary; validation: ValidationWorker; maxValidateBytes: number }> = async (
+  app,
+  { library, validation, maxValidateBytes },
+) => {
   app.get('/v1/trees', async (request, reply) => {
     const trees = library.names().map((name) => {
       const def = library.definition(name);
@@ -106,7 +53,26 @@ export const treeRoutes: FastifyPluginAsync<{ library: TreeLibrary }> = async (a
     return respond(request, reply, def);
   });
 
-  app.post('/v1/trees/validate', async (request, reply) => {
-    return respond(request, reply, validatePosted(library, bodyMap(request)));
+  // Its own scope: the raw body, whatever its type, goes to the validation thread as bytes (parsing
+  // happens there too), under a limit of its own.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: maxValidateBytes }, (_request, body, done) => done(null, body));
+    scope.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
+      if (!(error instanceof HttpError) && error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+        const message = `the body is larger than the ${maxValidateBytes} bytes a tree may have here (CANOPY_MAX_VALIDATE_BYTES); split it into subtrees`;
+        return sendError(new HttpError(413, ErrorCode.E_LIMIT, message), request, reply);
+      }
+      return sendError(error, request, reply);
+    });
+    scope.post<{ Querystring: { name?: string } }>('/v1/trees/validate', async (request, reply) => {
+      const body = request.body;
+      const bytes = body instanceof Uint8Array ? body : new Uint8Array(0);
+      const contentType = request.headers['content-type'] ?? 'text/plain';
+      const name = typeof request.query.name === 'string' ? request.query.name : null;
+      const answer = await validation.validate({ bytes, contentType, name });
+      if (!answer.ok) throw new HttpError(answer.status, answer.code as ErrorCode, answer.message);
+      return respond(request, reply, answer.body);
+    });
   });
 };

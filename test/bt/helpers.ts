@@ -29,9 +29,10 @@ export const scriptedKind = defineNode({
   type: 'scripted',
   category: 'leaf',
   description: 'Test leaf returning scripted statuses.',
-  params: { script: { type: 'args', description: 'statuses per tick' } },
+  // A comma-separated string: compileTree validates, and no parameter type is a list of words.
+  params: { script: { type: 'string', description: 'statuses per tick, comma-separated' } },
   build(b) {
-    const script = (b.param<Word[]>('script') ?? ['success']).map((w) => CODES[w]);
+    const script = (b.param<string | undefined>('script') ?? 'success').split(',').map((w) => CODES[w as Word]);
     const name = (b.definition['name'] as string | undefined) ?? `#${b.index}`;
     const pos = b.slots(1);
     return {
@@ -59,7 +60,7 @@ export function testCatalog(): NodeCatalog {
 
 /** `s('a', 'running', 'success')` → a named scripted leaf. */
 export function s(name: string, ...script: Word[]): NodeDefinition {
-  return { type: 'scripted', name, script };
+  return { type: 'scripted', name, script: script.join(',') };
 }
 
 /** Compiles `root` (plus optional other trees for subtrees) into a tree named 'test'. */

@@ -120,7 +120,8 @@ describe('TreeLibrary.loadFolder', () => {
     if (result.ok) return;
     expect(result.errors.map(formatError)).toEqual([
       `${join(dir, 'patrol.json')}:1:52: the file is not valid JSON: comments are not allowed in JSON [E_TREE_PARSE]`,
-      `${join(dir, 'flee.yaml')}: root.timout: unknown field 'timout' on this action node (did you mean 'timeout'?) [E_NODE_UNKNOWN_FIELD]`,
+      // The error carries the line and column of the field in the file (4:3 is `timout`).
+      `${join(dir, 'flee.yaml')}:4:3: root.timout: unknown field 'timout' on this action node (did you mean 'timeout'?) [E_NODE_UNKNOWN_FIELD]`,
     ]);
   });
 });

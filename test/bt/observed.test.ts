@@ -28,7 +28,7 @@ describe('observed fields', () => {
           type: 'sequence',
           services: [{ every: 0.5, values: { target: 'nearest(world.enemies, self.pos)' } }],
           children: [
-            { type: 'condition', if: 'self.hp > 10 && world["raining"] != true' },
+            { type: 'condition', expr: 'self.hp > 10 && world["raining"] != true' },
             { type: 'lowAmmo', ammo: 'self.ammo' },
             { type: 'action', action: 'goto', args: { waypoint: 'bb.waypoint', speed: 'self.stats.speed' } },
             { type: 'subtree', tree: 'cover' },

@@ -7,8 +7,8 @@ import { testCatalog } from './helpers.js';
 
 export const FLAGS = ['f0', 'f1', 'f2'] as const;
 const word = fc.constantFrom('success', 'failure', 'running');
-/** A guard's abort mode on a node that is not a selector's child ('lower' only means something there). */
-const selfAbort = fc.constantFrom('self', 'both', 'none');
+/** A guard's abort mode on a node that is not a selector's child ('lower' and 'both' are valid only there). */
+const selfAbort = fc.constantFrom('self', 'none');
 
 /** The trees `subtree` leaves run: one with its own keys written by args, one with a reactive guard inside. */
 export const SUBTREES: Readonly<Record<string, TreeDefinition>> = {
@@ -42,7 +42,7 @@ export function nodeArb(): fc.Arbitrary<NodeDefinition> {
   const { node } = fc.letrec<{ node: NodeDefinition; leaf: NodeDefinition; composite: NodeDefinition; decorator: NodeDefinition }>((tie) => ({
     node: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('composite'), tie('decorator')),
     leaf: fc.oneof(
-      fc.array(word, { minLength: 1, maxLength: 4 }).map((script) => ({ type: 'scripted', name: `L${leafId++}`, script })),
+      fc.array(word, { minLength: 1, maxLength: 4 }).map((script) => ({ type: 'scripted', name: `L${leafId++}`, script: script.join(',') })),
       fc.record({ type: fc.constant('action'), action: fc.constantFrom('walk', 'aim') }).chain((a) =>
         fc.oneof(
           fc.constant({ ...a }),

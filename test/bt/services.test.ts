@@ -53,7 +53,7 @@ describe('services', () => {
     );
     const t = compileTree(
       'x',
-      () => ({ blackboard: { seen: 0 }, root: { type: 'scripted', name: 'a', script: ['running'], services: [{ every: 0.2, service: 'scan', step: 5 }] } }),
+      () => ({ blackboard: { seen: 0 }, root: { type: 'scripted', name: 'a', script: 'running', services: [{ every: 0.2, service: 'scan', step: 5 }] } }),
       catalog,
     );
     const h = new Harness(t, { period: 0.1 });

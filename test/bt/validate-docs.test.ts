@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { NodeCatalog } from '../../src/bt/catalog.js';
 import { ABORT_MODES } from '../../src/bt/definition.js';
-import { TREE_ERRORS, TreeErrorCode } from '../../src/bt/errors.js';
+import { TREE_ERRORS, TREE_WARNINGS, TreeErrorCode, TreeWarningCode } from '../../src/bt/errors.js';
 import { EXPRESSION_FUNCTIONS } from '../../src/bt/expr/index.js';
 
 const doc = readFileSync(new URL('../../docs/trees.md', import.meta.url), 'utf8');
@@ -20,6 +20,11 @@ describe('docs/trees.md', () => {
   it('documents every validation error code in the codes table', () => {
     expect(Object.keys(TREE_ERRORS).toSorted()).toEqual(Object.values(TreeErrorCode).toSorted());
     expect(Object.keys(TREE_ERRORS).filter((code) => rowOf(code) === '')).toEqual([]);
+  });
+
+  it('documents every validation warning code in the warnings table', () => {
+    expect(Object.keys(TREE_WARNINGS).toSorted()).toEqual(Object.values(TreeWarningCode).toSorted());
+    expect(Object.keys(TREE_WARNINGS).filter((code) => rowOf(code) === '')).toEqual([]);
   });
 
   it('documents every node type and alias, with every parameter in its row', () => {

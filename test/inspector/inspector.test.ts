@@ -178,6 +178,17 @@ describe.skipIf(!hasChromium)('the inspector in a browser', () => {
       const timeline = await page.locator('.timeline').textContent();
       expect(timeline).toContain('flee aborted (lower)');
       expect(timeline).toMatch(/cancel seq \d+ \(walk\)/);
+      // Filter the hierarchy by what agents decided since the page showed the session: only Foo chose flee.
+      const doing = page.locator('select.doing');
+      await doing.focus();
+      await expect.poll(() => doing.locator('option[value="action:flee"]').count(), UNTIL).toBe(1);
+      await page.locator('.filters input').fill('');
+      await doing.selectOption('action:flee');
+      await expect.poll(() => page.locator('.count').textContent(), UNTIL).toBe('1 of 2,041 agents');
+      expect(await page.locator('.row.agent').allTextContents()).toEqual(['Foo#foo']);
+      await doing.selectOption('');
+      await page.locator('.filters input').fill('Foo');
+
       // Go back to the abort's tick: the flee node carries the abort mark.
       await page.getByTitle('Previous tick').click();
       await page.getByTitle('Previous tick').click();

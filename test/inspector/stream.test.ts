@@ -142,6 +142,23 @@ describe('the inspector data stream', () => {
     await page.close();
   });
 
+  it("reports what the shown session's agents decided since the page showed it", async () => {
+    const page = await Page.open(svc.port);
+    page.send({ t: 'session', session: game.session });
+    await page.until((m) => m.t === 'agents');
+    // An agent spawned now decides 'step' on its first tick.
+    await game.spawn([{ id: 3, tree: 'walker', label: 'B/three' }]);
+    await expect
+      .poll(async () => {
+        const from = page.got.length;
+        page.send({ t: 'activity' });
+        const a = await page.until((m) => m.t === 'activity', from);
+        return (a.rows as unknown[][]).map((r) => [r[0], (a.actions as string[])[r[1] as number], r[2], r[3]]);
+      }, { timeout: 10_000 })
+      .toEqual([[3, 'step', null, null]]);
+    await page.close();
+  });
+
   it('answers malformed and unknown messages with an error and goes on', async () => {
     const page = await Page.open(svc.port);
     page.ws.send('not json');

@@ -1,5 +1,5 @@
 // The built `canopy` command as a child process: validate, replay (exact and what-if, human and JSON,
-// exit codes), and serve. Needs `npm run build` first (npm test builds).
+// exit codes), convert (XML out and back in), and serve. Needs `npm run build` first (npm test builds).
 
 import { execFile, spawn } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -62,7 +62,7 @@ describe('canopy validate', () => {
     await writeFile(join(bad, 'broken.json'), JSON.stringify({ root: { type: 'sequence', children: [{ type: 'sequnce' }] } }));
     const r = await run(['validate', bad]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/broken\.json: root\.children\[0\].*sequnce/);
+    expect(r.stderr).toMatch(/broken\.json:1:40: root\.children\[0\].*sequnce/);
   });
 });
 
@@ -145,5 +145,31 @@ describe('canopy serve', () => {
     const exited = new Promise<number | null>((r) => child.once('exit', r));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
+  });
+});
+
+describe('canopy convert', () => {
+  test('the bundled guard tree exports to Groot2 XML and imports back to the same definition', async () => {
+    const xmlFile = join(dir, 'guard.xml');
+    const out = await run(['convert', join(TREES, 'guard.json'), '--to', 'xml', '-o', xmlFile]);
+    expect(out.code).toBe(0);
+    const xml = await readFile(xmlFile, 'utf8');
+    expect(xml).toMatch(/<root BTCPP_format="4"/);
+    expect(xml).toMatch(/<TreeNodesModel>/);
+    const back = await run(['convert', xmlFile, '--to', 'canopy']);
+    expect(back.code).toBe(0);
+    const original = JSON.parse(await readFile(join(TREES, 'guard.json'), 'utf8')) as { root: { type: string } };
+    const imported = JSON.parse(back.stdout) as { root: { type: string } };
+    expect(imported.root.type).toBe(original.root.type);
+    expect(await run(['validate', TREES])).toMatchObject({ code: 0 });
+  });
+
+  test('an XML file with an unknown node: file:line:column and exit 1; a missing --to: usage error', async () => {
+    const bad = join(dir, 'bad.xml');
+    await writeFile(bad, '<root BTCPP_format="4">\n  <BehaviorTree ID="Main">\n    <Sequence>\n      <Frobnicate/>\n    </Sequence>\n  </BehaviorTree>\n</root>\n');
+    const r = await run(['convert', bad, '--to', 'canopy']);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/bad\.xml:4:7: /);
+    expect((await run(['convert', bad])).code).not.toBe(0);
   });
 });

@@ -193,6 +193,44 @@ describe('service', () => {
     await client.close();
   });
 
+  test('a recording started on a live session with agents says so: their decisions cannot be replayed', async () => {
+    const { client, welcome } = await RawClient.hello(running.wsUrl, { mode: 'lockstep', fields: FIELDS });
+    const session = welcome.session as string;
+    await client.request({ t: 'spawn', agents: [{ id: 1, tree: 'guard' }] }, 'spawned');
+    await client.step({ tick: 1, time: 0.1, agents: [[1, 80, false, 3, [0, 0], [0, 0]]] });
+    expect((await http(running.base, 'POST', `/v1/sessions/${session}/recording`)).status).toBe(201);
+    await client.step({ tick: 2, time: 0.2, agents: [[1, 80, true, 3, [0, 0], [0, 0]]] });
+    const file = await stopRecording(session);
+    const report = await verifyRecording(file);
+    expect(report.agentsAtStart).toBe(1);
+    expect(report.identical).toBe(false);
+    await client.close();
+  });
+
+  test('an HTTP lockstep session is recorded (snapshots without wire bytes) and replays identical', async () => {
+    const created = await http(running.base, 'POST', '/v1/sessions', { fields: FIELDS });
+    const session = (created.body as { session: string }).session;
+    expect((await http(running.base, 'POST', `/v1/sessions/${session}/recording`)).status).toBe(201);
+    await http(running.base, 'POST', `/v1/sessions/${session}/spawn`, { agents: [{ id: 1, tree: 'guard' }, { id: 'b', tree: 'guard', bb: { fleeBelowHp: 60 } }] });
+    const answers: unknown[] = [];
+    for (let t = 1; t <= 20; t++) {
+      const r = await http(running.base, 'POST', `/v1/sessions/${session}/tick`, {
+        tick: t,
+        time: t * 0.1,
+        world: t === 1 ? { player: [1, 2] } : undefined,
+        agents: [[1, 100 - 3 * t, t % 4 === 0, 5, [1, 1], [0, 0]], ['b', 90, false, null, null, [2, 2]]],
+      });
+      answers.push(r.body);
+    }
+    const file = await stopRecording(session);
+    const report = await verifyRecording(file);
+    expect(report).toMatchObject({ identical: true, ticks: 20, frames: 20 });
+    const replay = await ReplaySession.open(file);
+    let k = 0;
+    while (await replay.next()) expect(answers[k++]).toMatchObject(decode(replay.frame()!) as object);
+    await http(running.base, 'DELETE', `/v1/sessions/${session}`);
+  });
+
   test('an unwritable folder stops the recording with E_RECORDING and a metric; the session goes on', async () => {
     const blocker = join(dir, 'not-a-folder');
     await writeFile(blocker, 'x');

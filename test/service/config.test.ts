@@ -44,6 +44,7 @@ describe('parseConfig', () => {
       recordDir: './recordings',
       recordMaxBytes: 256 * 1024 * 1024,
       recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
+      maxValidateBytes: 1024 * 1024,
     });
     expect(c.workers).toBeGreaterThanOrEqual(1);
   });
@@ -73,6 +74,7 @@ describe('parseConfig', () => {
       CANOPY_RECORD_DIR: '/srv/recordings',
       CANOPY_RECORD_MAX_BYTES: '1000000',
       CANOPY_RECORD_MAX_TOTAL_BYTES: '0',
+      CANOPY_MAX_VALIDATE_BYTES: '4096',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -100,6 +102,7 @@ describe('parseConfig', () => {
       recordDir: '/srv/recordings',
       recordMaxBytes: 1_000_000,
       recordMaxTotalBytes: 0,
+      maxValidateBytes: 4096,
     });
   });
 
@@ -156,6 +159,7 @@ describe('parseConfig', () => {
       'CANOPY_RECORD_DIR',
       'CANOPY_RECORD_MAX_BYTES',
       'CANOPY_RECORD_MAX_TOTAL_BYTES',
+      'CANOPY_MAX_VALIDATE_BYTES',
     ]);
   });
 

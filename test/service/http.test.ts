@@ -96,7 +96,7 @@ describe('trees', () => {
       definition: { root: { type: 'sequence', children: [{ type: 'subtree', tree: 'minion' }, { type: 'subtree', tree: 'talker' }] } },
       trees: { minion: { root: { type: 'succeed' } } },
     });
-    expect(withSub.body).toEqual({ valid: true, errors: [] });
+    expect(withSub.body).toEqual({ valid: true, errors: [], warnings: [], omittedErrors: 0, omittedWarnings: 0 });
     const unknown = await post('/v1/trees/validate', { name: 'boss', definition: { root: { type: 'subtree', tree: 'minon' } } });
     expect((unknown.body as { errors: Array<{ code: string }> }).errors.map((e) => e.code)).toEqual(['E_SUBTREE_UNKNOWN']);
     const yaml = await post('/v1/trees/validate', { definition: 'root:\n  type: wait\n  seconds: -1\n' });

@@ -68,7 +68,8 @@ describe('start-up failures', () => {
       expect(err).toBeInstanceOf(StartupError);
       const lines = (err as Error).message.split('\n').toSorted();
       expect(lines).toHaveLength(2);
-      expect(lines[0]).toMatch(/a\.json: root: unknown node type 'sequnce' \(did you mean 'sequence'\?\) \[E_NODE_UNKNOWN_TYPE\]$/);
+      // Each error with its line and column in the file (the root node starts at 1:9).
+      expect(lines[0]).toMatch(/a\.json:1:9: root: unknown node type 'sequnce' \(did you mean 'sequence'\?\) \[E_NODE_UNKNOWN_TYPE\]$/);
       expect(lines[1]).toMatch(/b\.json:1:\d+: .* \[E_TREE_PARSE\]$/);
     } finally {
       await broken.remove();
@@ -159,8 +160,8 @@ describe('the start command', () => {
       expect(await proc.exit).toBe(1);
       const text = proc.stderr();
       expect(text).toContain('canopy cannot start:');
-      expect(text).toMatch(/a\.json: root\.seconds: .*\[E_PARAM_MISSING\]/);
-      expect(text).toMatch(/b\.json: root\.action: .*\[E_PARAM_MISSING\]/);
+      expect(text).toMatch(/a\.json:1:9: root\.seconds: .*\[E_PARAM_MISSING\]/);
+      expect(text).toMatch(/b\.json:1:9: root\.action: .*\[E_PARAM_MISSING\]/);
     } finally {
       await broken.remove();
     }

@@ -2,8 +2,8 @@
 // under their tree's name), collapsible, with counts; a search and a tree filter; the rows are
 // virtualized, so 100,000 agents scroll as smoothly as ten.
 
-import { useMemo, useRef, useState } from 'preact/hooks';
-import { store, type Agents } from './store';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { store, type Activity, type Agents } from './store';
 import type { AgentId } from './types';
 
 const ROW = 24;
@@ -69,9 +69,29 @@ function flatten(root: Group, agents: Agents, collapsed: Set<string>, all: boole
   return out;
 }
 
-export function Hierarchy({ agents, watching }: { agents: Agents | null; watching: AgentId | null }) {
+/** Does an agent's activity pass the filter (`''` any, `error`, `success`, `failure`, `action:NAME`)? */
+function passes(filter: string, a: Activity['byId'] extends Map<AgentId, infer V> ? V | undefined : never): boolean {
+  if (filter === '') return true;
+  if (a === undefined) return false;
+  if (filter === 'error') return a.error !== null;
+  if (filter === 'success' || filter === 'failure') return a.done === filter;
+  return filter.startsWith('action:') && a.action === filter.slice(7) && a.done === null;
+}
+
+export function Hierarchy({ agents, watching, activity }: { agents: Agents | null; watching: AgentId | null; activity?: Activity | null }) {
   const [query, setQuery] = useState('');
   const [tree, setTree] = useState('');
+  const [doing, setDoing] = useState('');
+  // While a filter on activity is on, the page asks for it every 2 s (the service keeps it only while shown).
+  useEffect(() => {
+    if (activity !== undefined && agents !== null) store.send({ t: 'activity' });
+  }, [agents?.session]);
+  useEffect(() => {
+    if (doing === '' || activity === undefined) return;
+    store.send({ t: 'activity' });
+    const t = setInterval(() => store.send({ t: 'activity' }), 2000);
+    return () => clearInterval(t);
+  }, [doing, agents?.session]);
   const [collapsed, setCollapsed] = useState<Set<string>>(new Set());
   const [scroll, setScroll] = useState(0);
   const box = useRef<HTMLDivElement>(null);
@@ -83,9 +103,10 @@ export function Hierarchy({ agents, watching }: { agents: Agents | null; watchin
       const row = agents.rows[i];
       if (row === undefined) return false;
       if (t >= 0 && row[1] !== t) return false;
+      if (doing !== '' && !passes(doing, activity?.byId.get(row[0]))) return false;
       return q === '' || String(row[0]).toLowerCase().includes(q) || row[2].toLowerCase().includes(q);
     });
-  }, [agents, query, tree]);
+  }, [agents, query, tree, doing, activity]);
   const rows = useMemo(() => (root === null || agents === null ? [] : flatten(root, agents, collapsed, query.trim() !== '')), [root, agents, collapsed, query]);
   if (agents === null) return <div class="empty">Pick a session.</div>;
   const height = box.current?.clientHeight ?? 600;
@@ -108,6 +129,17 @@ export function Hierarchy({ agents, watching }: { agents: Agents | null; watchin
           ))}
         </select>
       </div>
+      {activity !== undefined && (
+        <select class="doing" value={doing} onFocus={() => store.send({ t: 'activity' })} onChange={(e) => setDoing((e.target as HTMLSelectElement).value)} title="Filter by what the agent last decided">
+          <option value="">any activity</option>
+          <option value="error">with an error</option>
+          <option value="success">tree finished: success</option>
+          <option value="failure">tree finished: failure</option>
+          {(activity?.actions ?? []).map((a) => (
+            <option value={`action:${a}`} key={a}>doing: {a}</option>
+          ))}
+        </select>
+      )}
       <div class="count">{root?.count.toLocaleString() ?? 0} of {agents.rows.length.toLocaleString()} agents</div>
       <div class="rows" ref={box} onScroll={(e) => setScroll((e.target as HTMLDivElement).scrollTop)}>
         <div style={{ height: `${rows.length * ROW}px`, position: 'relative' }}>

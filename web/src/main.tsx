@@ -81,7 +81,7 @@ function App() {
             <h3>Sessions</h3>
             <Sessions sessions={s.sessions} charts={s.charts} selected={s.session} />
             <h3>Agents</h3>
-            <Hierarchy agents={s.agents} watching={s.watching?.agent ?? null} />
+            <Hierarchy agents={s.agents} watching={s.watching?.agent ?? null} activity={s.activity} />
           </aside>
           <main class="main"><AgentView s={s} /></main>
         </div>

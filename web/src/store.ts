@@ -15,6 +15,13 @@ export interface Agents {
   rows: Array<[AgentId, number, string]>;
 }
 
+/** Per agent: last action decided, tree finished ('success' | 'failure'), last error code. */
+export interface Activity {
+  session: string;
+  actions: string[];
+  byId: Map<AgentId, { action: string | null; done: 'success' | 'failure' | null; error: string | null }>;
+}
+
 export interface State {
   connected: boolean;
   error: string | null;
@@ -38,6 +45,8 @@ export interface State {
   recording: RecordingInfo | null;
   opening: string | null;
   whatif: { running: boolean; report: WhatIfReport | null } | null;
+  /** What each agent of the live session last decided (asked for while an activity filter is on). */
+  activity: Activity | null;
   /** Tick to show once the next ring arrives (a what-if divergence picked). */
   pendingSeek: number | null;
 }
@@ -65,6 +74,7 @@ class Store {
     opening: null,
     whatif: null,
     pendingSeek: null,
+    activity: null,
   };
   private listeners = new Set<Listener>();
   private socket: WebSocket | null = null;
@@ -137,7 +147,7 @@ class Store {
   }
 
   selectSession(session: string | null): void {
-    this.set({ session, agents: null, watching: null, frames: [], cursor: null, why: null, whyAsked: null });
+    this.set({ session, agents: null, watching: null, frames: [], cursor: null, why: null, whyAsked: null, activity: null });
     this.send({ t: 'session', session });
   }
 
@@ -196,6 +206,15 @@ class Store {
       }
       case 'recordings':
         return this.set({ recordings: msg.list as RecordingListing[] });
+      case 'activity': {
+        if (msg.session !== this.state.session || this.state.view === 'recordings') return;
+        const actions = msg.actions as string[];
+        const byId: Activity['byId'] = new Map();
+        for (const [id, a, done, error] of msg.rows as Array<[AgentId, number, 'success' | 'failure' | null, string | null]>) {
+          byId.set(id, { action: a >= 0 ? (actions[a] ?? null) : null, done, error });
+        }
+        return this.set({ activity: { session: msg.session as string, actions, byId } });
+      }
       case 'rec.opened': {
         if (this.state.opening !== msg.id) return;
         const info = msg as unknown as RecordingInfo & { trees: string[]; rows: Agents['rows'] };

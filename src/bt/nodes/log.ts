@@ -15,14 +15,15 @@ export const log = defineNode({
   build(b) {
     const message = b.expression('message')!;
     const level = b.param<string>('level');
+    const node = b.index; // the sink names the node that logged (service logs, the inspector's timeline)
     return {
       tick(a) {
         const v = message(a);
-        a.out.log(a, level, typeof v === 'string' ? v : JSON.stringify(v));
+        a.out.log(a, level, typeof v === 'string' ? v : JSON.stringify(v), node);
         return Status.SUCCESS;
       },
       emit: (e, _fresh, t) =>
-        js`{ const v = ${e.bind(message)}(a); a.out.log(a, ${e.bind(level)}, typeof v === 'string' ? v : JSON.stringify(v)); }\n${t} = ${Status.SUCCESS};\n`,
+        js`{ const v = ${e.bind(message)}(a); a.out.log(a, ${e.bind(level)}, typeof v === 'string' ? v : JSON.stringify(v), ${node}); }\n${t} = ${Status.SUCCESS};\n`,
     };
   },
 });

@@ -28,7 +28,8 @@ function repeating(type: string, param: string, counted: TickStatus, description
           // The child's status is now final, so its next tick (next agent tick) is a fresh start.
           return limit !== -1 && done >= limit ? counted : Status.RUNNING;
         },
-        // The limit reaches the generated code through bind, like every value from a tree file.
+        // The limit reaches the generated code through bind, like every value from a tree file:
+        // written raw, a string `times` would be code.
         emit: (e, fresh, t) => {
           const max = e.bind(limit);
           return js`if (${fresh}) a.slots[${count}] = 0;

@@ -8,6 +8,7 @@
 
 import type { Agent, AgentId, DecisionSink } from '../../bt/index.js';
 import type { Decisions } from './types.js';
+import { LOG_LINES_PER_TICK, levelIndex, type LogColumns } from './logs.js';
 
 /** Numbers per entry of each column buffer. */
 const ACTION = 4; // slot, seq, name index, args index
@@ -30,6 +31,8 @@ export interface DecisionColumns {
   names: string[];
   args: unknown[];
   errors: Array<[number, string, string]>;
+  /** `log` node lines, at most LOG_LINES_PER_TICK (the router caps the session's total again). */
+  logs: LogColumns;
 }
 
 /** Buffers of a previous reply, for the next tick's sink. */
@@ -71,6 +74,7 @@ export class ColumnSink implements DecisionSink {
       names: [],
       args: [],
       errors: [],
+      logs: { lines: [], dropped: 0 },
     };
   }
 
@@ -119,7 +123,12 @@ export class ColumnSink implements DecisionSink {
     this.out.errors.push([this.slot, code, message]);
   }
 
-  log(): void {}
+  log(_agent: Agent, level: string, message: string, node = -1): void {
+    const logs = this.out.logs;
+    // Past the cap, count only: a `log` node on 50,000 agents costs a counter, not 50,000 strings in the reply.
+    if (logs.lines.length >= LOG_LINES_PER_TICK) logs.dropped++;
+    else logs.lines.push([this.slot, levelIndex(level), message, node]);
+  }
 
   /** The columns filled so far. */
   columns(): DecisionColumns {

@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, type AgentFrame, type CompiledTree, type DecisionSink } from '../../bt/index.js';
 // The engine's one code generation site and its template (generate is not part of the engine's public API).
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
+import type { AgentView } from './types.js';
 import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
 
@@ -81,9 +82,12 @@ const DISCARD: DecisionSink = {
 export class AgentHost {
   private readonly trees: TreeLookup;
   private readonly sessions = new Map<string, HostSession>();
+  /** Counts agents ticked for the stall watchdog (worker threads only). */
+  private readonly progress: { step(): void } | null;
 
-  constructor(trees: TreeLookup) {
+  constructor(trees: TreeLookup, progress: { step(): void } | null = null) {
     this.trees = trees;
+    this.progress = progress;
   }
 
   /** Applies one message. Throws only on a bug or a message the router would never send. */
@@ -101,8 +105,9 @@ export class AgentHost {
       case 'tick':
         return this.tick(msg);
       case 'inspect': {
-        const agent = this.sessions.get(msg.session)?.agents[msg.slot] ?? null;
-        return { t: 'inspected', req: msg.req, inspection: agent === null ? null : agent.inspect() };
+        const s = this.sessions.get(msg.session);
+        const agent = s?.agents[msg.slot] ?? null;
+        return { t: 'inspected', req: msg.req, inspection: agent === null ? null : inspectAgent(agent, s!.world) };
       }
       default:
         return inspectorRequest(this.sessions.get(msg.session), msg);
@@ -132,6 +137,7 @@ export class AgentHost {
       }
       s.agents[slot] = agent;
       s.observations[slot] = null;
+      this.progress?.step(); // spawning 50,000 agents takes a while: the watchdog sees it move
     }
   }
 
@@ -189,12 +195,15 @@ export class AgentHost {
       const { time, dt } = order;
       const world = s.world;
       if (s.watched.size > 0) for (const slot of s.watched) agents[slot]!.trace!.nextTick = order.tick;
+      const progress = this.progress;
       for (let i = 0; i < agents.length; i++) {
         const a = agents[i];
         if (a === null || a === undefined) continue;
         a.world = world;
         out.slot = i;
         a.tick(time, dt, out);
+        // A long tick (50k agents under memory pressure) keeps moving; a plugin's endless loop does not.
+        progress?.step();
       }
     }
     return {
@@ -237,6 +246,25 @@ function inspectorRequest(s: HostSession | undefined, msg: InspectorOrder): From
     case 'why':
       return { t: 'why', req: msg.req, report: agent === null ? null : (agent.trace?.why(agent, msg.tick) ?? null) };
   }
+}
+
+/**
+ * The engine's inspection plus what a user debugging over HTTP needs: the agent's observation (`self`), the
+ * session's `world`, and on action nodes the action they start (`action`; an unnamed action node shows it as
+ * its `name` too, rather than null).
+ */
+function inspectAgent(agent: Agent, world: unknown): AgentView {
+  const base = agent.inspect();
+  const nodes = agent.tree.nodes;
+  return {
+    ...base,
+    nodes: base.nodes.map((n) => {
+      const action = nodes[n.index]?.action;
+      return action === undefined ? n : { ...n, name: n.name ?? action, action };
+    }),
+    self: agent.self,
+    world,
+  };
 }
 
 /** Source of the expression decoding value k of a row (generated code of rowWriter). */

@@ -8,8 +8,9 @@ import { WorkerPool } from './worker-pool.js';
 import { MAX_HOSTS } from './router.js';
 
 // The contract (types.ts) and both implementations; each is documented where it is defined.
-export type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, PoolOptions, SpawnEntry, WorkerStats } from './types.js';
+export type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, PoolOptions, SpawnEntry, WorkerStats } from './types.js';
 export { PoolUsageError } from './router.js';
+export { LOG_LINES_PER_TICK } from './logs.js';
 export { InlinePool } from './inline.js';
 export { WorkerPool } from './worker-pool.js';
 
@@ -28,7 +29,7 @@ export async function createAgentPool(opts: PoolOptions): Promise<AgentPool> {
     if (!loaded.ok) throw new Error(loaded.error);
     library = loaded.library;
   }
-  if (opts.workers === 0) return new InlinePool(library, opts.logger);
+  if (opts.workers === 0) return new InlinePool(library, opts.logger, opts.eluWindowMs);
   return new WorkerPool(opts, library, opts.logger);
 }
 

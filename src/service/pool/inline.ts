@@ -2,7 +2,8 @@
 // host and router code as the worker pool, minus the threads. For tests and tiny deployments.
 
 import type { Agent, AgentId } from '../../bt/index.js';
-import { performance, type EventLoopUtilization } from 'node:perf_hooks';
+import { performance } from 'node:perf_hooks';
+import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { AgentHost, type TreeLookup } from './host.js';
 import { PoolRouter } from './router.js';
 import type { PoolLogger } from './types.js';
@@ -12,11 +13,12 @@ import type { FromHost, HostRequest, ToHost, WorldUpdate } from './wire.js';
 export class InlinePool extends PoolRouter {
   readonly workerCount = 0;
   private readonly host: AgentHost;
-  private eluPrev: EventLoopUtilization | null = null;
+  private readonly eluWindows: EluWindows;
 
-  constructor(trees: TreeLookup, logger: PoolLogger | undefined) {
+  constructor(trees: TreeLookup, logger: PoolLogger | undefined, eluWindowMs = DEFAULT_ELU_WINDOW_MS) {
     super(trees, 1, logger);
     this.host = new AgentHost(trees);
+    this.eluWindows = new EluWindows(1, eluWindowMs, () => performance.eventLoopUtilization());
   }
 
   ready(): Promise<void> {
@@ -24,6 +26,7 @@ export class InlinePool extends PoolRouter {
   }
 
   close(): Promise<void> {
+    this.eluWindows.stop();
     return Promise.resolve();
   }
 
@@ -53,9 +56,6 @@ export class InlinePool extends PoolRouter {
   }
 
   protected elu(): number {
-    const now = performance.eventLoopUtilization();
-    const since = this.eluPrev === null ? now : performance.eventLoopUtilization(now, this.eluPrev);
-    this.eluPrev = now;
-    return since.utilization;
+    return this.eluWindows.utilization(0);
   }
 }

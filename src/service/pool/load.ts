@@ -6,34 +6,36 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { NodeCatalog, registerPlugin, type CanopyPlugin } from '../../bt/index.js';
 import { formatErrors, TreeLibrary } from '../../bt/library.js';
+import type { ValidationWarning } from '../../bt/validate.js';
 
-/** A loaded tree folder, or the loader's error text (one problem per line). */
-export type Loaded = { ok: true; library: TreeLibrary } | { ok: false; error: string };
+/** A loaded tree folder (with its trees' warnings), or the loader's error text (one problem per line). */
+export type Loaded = { ok: true; library: TreeLibrary; warnings: ValidationWarning[] } | { ok: false; error: string };
 
 /** Plugin modules are plain JavaScript: a folder may hold the `.ts` sources beside the build. */
 const PLUGIN_FILE = /\.(?:js|mjs|cjs)$/;
 
 /** Registers every plugin of `plugins` (if given), then loads and compiles the trees of `trees`. Never throws. */
 export async function loadTrees(trees: string, plugins: string | undefined): Promise<Loaded> {
-  const catalog = new NodeCatalog();
-  if (plugins !== undefined) {
-    const problem = await loadPlugins(plugins, catalog);
-    if (problem !== null) return { ok: false, error: problem };
-  }
+  const loaded = await loadCatalog(plugins);
+  if (!loaded.ok) return loaded;
+  const catalog = loaded.catalog;
   try {
     const r = await TreeLibrary.loadFolder(trees, { catalog });
-    if (r.ok) return { ok: true, library: r.library };
+    if (r.ok) return { ok: true, library: r.library, warnings: r.warnings };
     return { ok: false, error: formatErrors(r.errors) };
   } catch (err) {
     return { ok: false, error: `trees: cannot read folder ${trees}: ${describe(err)}` };
   }
 }
 
-/** A node catalog with every plugin of `dir` registered (none when undefined), or the loader's error text. */
-export async function loadCatalog(dir: string | undefined): Promise<{ ok: true; catalog: NodeCatalog } | { ok: false; error: string }> {
+/** A node catalog with every plugin of `plugins` (if given) registered, or why a plugin failed. Never throws. */
+export async function loadCatalog(plugins: string | undefined): Promise<{ ok: true; catalog: NodeCatalog } | { ok: false; error: string }> {
   const catalog = new NodeCatalog();
-  const problem = dir === undefined ? null : await loadPlugins(dir, catalog);
-  return problem === null ? { ok: true, catalog } : { ok: false, error: problem };
+  if (plugins !== undefined) {
+    const problem = await loadPlugins(plugins, catalog);
+    if (problem !== null) return { ok: false, error: problem };
+  }
+  return { ok: true, catalog };
 }
 
 /** Imports each module of the folder (sorted by name, so clashes report the same way everywhere). */

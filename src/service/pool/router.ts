@@ -2,10 +2,11 @@
 // answer spawn/bb/result errors synchronously, and the per-host buffering that makes a session tick one message
 // per host. Subclasses only carry messages: InlinePool calls its AgentHost directly, WorkerPool posts to threads.
 
-import type { AgentFrame, AgentId, AgentInspection, CompiledTree, WatchedFrame, WhyReport } from '../../bt/index.js';
+import type { AgentFrame, AgentId, CompiledTree, WatchedFrame, WhyReport } from '../../bt/index.js';
 import { mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
-import type { AgentListing, AgentPool, Decisions, EntryError, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
+import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
+import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, SpawnEntry, WorkerStats } from './types.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isAgentId, isPackedRows, type PackedRows } from '../../protocol/index.js';
@@ -106,6 +107,7 @@ export abstract class PoolRouter implements AgentPool {
   /** False while a host is down (crashed, being replaced): spawns avoid it. */
   protected readonly up: boolean[];
   protected readonly lastTickMs: number[];
+  onLog: ((event: PoolLogEvent) => void) | null = null;
   private readonly sessions = new Map<string, RouterSession>();
   private nextReq = 1;
 
@@ -124,7 +126,7 @@ export abstract class PoolRouter implements AgentPool {
   protected abstract request(host: number, msg: HostRequest, transfer: ArrayBuffer[]): Promise<FromHost>;
   /** The world state in the form hosts receive it (the same object inline; bytes cloned once for every worker). */
   protected abstract shareWorld(world: unknown): WorldUpdate;
-  /** Event-loop utilization of a host since the previous call. */
+  /** Event-loop utilization of a host over the last completed window, 0–1 (elu.ts). */
   protected abstract elu(host: number): number;
 
   abstract ready(): Promise<void>;
@@ -363,6 +365,7 @@ export abstract class PoolRouter implements AgentPool {
       s.carried = [];
       let frames: WatchedFrame[] | null = null;
       let failure: unknown = null;
+      const logs: Array<{ logs: LogColumns; agent: LogAgentLookup }> = [];
       for (let k = 0; k < settled.length; k++) {
         const r = settled[k]!;
         const h = hosts[k]!;
@@ -378,8 +381,11 @@ export abstract class PoolRouter implements AgentPool {
           frames ??= [];
           for (const [slot, frame] of reply.frames) frames.push({ agent: shard.ids[slot]!, frame });
         }
+        const l = reply.decisions.logs;
+        if (l.lines.length > 0 || l.dropped > 0) logs.push({ logs: l, agent: (slot) => this.logAgent(s, shard.ids[slot]) });
         shard.recycle(reply.rows, reply.results, reply.decisions);
       }
+      if (logs.length > 0) emitLogs(this.logger, this.onLog, session, tick, logs);
       if (failure !== null) {
         s.carried = parts;
         throw failure instanceof Error ? failure : new Error(String(failure));
@@ -401,7 +407,7 @@ export abstract class PoolRouter implements AgentPool {
     return list;
   }
 
-  async inspectAgent(session: string, id: AgentId): Promise<AgentInspection | null> {
+  async inspectAgent(session: string, id: AgentId): Promise<AgentView | null> {
     const s = this.session(session);
     const r = s.routes.get(id);
     if (r === undefined) return null;
@@ -466,6 +472,13 @@ export abstract class PoolRouter implements AgentPool {
   protected locateAgent(session: string, id: AgentId): { host: number; slot: number } | undefined {
     const r = this.sessions.get(session)?.routes.get(id);
     return r === undefined ? undefined : { host: r.host, slot: r.slot };
+  }
+
+  /** The agent a log line names, as the routing table knows it (its id's route: label and tree). */
+  private logAgent(s: RouterSession, id: AgentId | undefined): ReturnType<LogAgentLookup> {
+    if (id === undefined) return null;
+    const r = s.routes.get(id);
+    return { id, label: r?.label ?? '', tree: r?.tree ?? null };
   }
 
   /** Request ids for subclasses' own requests. */

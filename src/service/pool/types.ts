@@ -35,11 +35,30 @@ export interface Decisions {
   errors: Array<[AgentId, string, string]>;
 }
 
-/** A pino-compatible logger; the pool logs only rare events (worker crashes, load failures), never per tick. */
+/**
+ * A pino-compatible logger. The pool logs rare events (worker crashes, load failures) and the lines of trees'
+ * `log` nodes (at their level, at most LOG_LINES_PER_TICK per session tick).
+ */
 export interface PoolLogger {
+  debug?(obj: unknown, msg?: string): void;
   info(obj: unknown, msg?: string): void;
   warn(obj: unknown, msg?: string): void;
   error(obj: unknown, msg?: string): void;
+}
+
+/** One line of a tree's `log` node, as logged by the service and given to AgentPool.onLog listeners. */
+export interface PoolLogEvent {
+  session: string;
+  /** The session tick that ran the node. */
+  tick: number;
+  agent: AgentId;
+  label: string;
+  tree: string | null;
+  /** The `log` node's number in its tree and its JSON path (null if unknown). */
+  node: number | null;
+  path: string | null;
+  level: 'debug' | 'info' | 'warn' | 'error';
+  message: string;
 }
 
 /** How to build a pool. */
@@ -53,14 +72,32 @@ export interface PoolOptions {
   /** Where crashes and respawns are reported. Default: nothing is logged. */
   logger?: PoolLogger;
   /**
-   * A worker that leaves a request unanswered this long (ms) is stuck — a plugin in an endless loop —
-   * and is terminated and replaced like a crashed one (its agents reported lost). 0: never. Default 10 s.
+   * A worker that owes work (a request or message not finished) and makes no progress of its own for this long
+   * (ms) is stuck — a plugin in an endless loop — and is terminated and replaced like a crashed one (its agents
+   * reported lost). Progress is counted by the worker in shared memory: a busy or blocked main thread reading
+   * replies late never makes a worker look stuck. 0: never. Default 10 s.
    * The inline pool cannot be protected this way: its agents tick on the calling thread.
    */
   stallMs?: number;
+  /**
+   * Event-loop utilization is measured over fixed windows of this many ms inside the pool; workerStats() reports
+   * the last completed window (0 before the first). Default 5000.
+   */
+  eluWindowMs?: number;
   /** The same folders already loaded on this thread (the service's own library): not loaded again. */
   library?: TreeLibrary;
 }
+
+/**
+ * One agent's inspection (inspectAgent, `GET /v1/sessions/:id/agents/:agent`): the engine's AgentInspection, its
+ * action nodes carrying `action` (and showing it as `name` when the node has none), plus the agent's latest
+ * observation `self` (null before any) and its session's `world` (null before any).
+ */
+export type AgentView = Omit<AgentInspection, 'nodes'> & {
+  readonly nodes: ReadonlyArray<AgentInspection['nodes'][number] & { readonly action?: string }>;
+  readonly self: unknown;
+  readonly world: unknown;
+};
 
 /** One agent as the routing table knows it (no worker round trip). */
 export interface AgentListing {
@@ -76,7 +113,7 @@ export interface WorkerStats {
   worker: number;
   /** Agents hosted, every session included. */
   agents: number;
-  /** Event-loop utilization since the previous workerStats() call, 0–1. */
+  /** Event-loop utilization over the last completed window (PoolOptions.eluWindowMs; 0 before the first), 0–1. */
   elu: number;
   /** Duration of the worker's last tick (input applied + agents ticked), ms. */
   lastTickMs: number;
@@ -139,11 +176,14 @@ export interface AgentPool {
   tick(session: string, tick: number, time: number, dt: number, basedOn: number): Promise<Decisions>;
   /** The session's agents, from the routing table. */
   listAgents(session: string): AgentListing[];
-  /** A snapshot of one agent for tools (asks its worker); null if unknown. */
-  inspectAgent(session: string, id: AgentId): Promise<AgentInspection | null>;
+  /** A snapshot of one agent for tools (asks its worker): state, observation, world; null if unknown. */
+  inspectAgent(session: string, id: AgentId): Promise<AgentView | null>;
   /** Agents of one session, or of every session. */
   agentCount(session?: string): number;
-  /** Per worker: agents hosted, event-loop utilization since the previous call (0–1), last tick duration ms. */
+  /**
+   * Per worker: agents hosted, event-loop utilization over the last completed window (0–1; the same for every
+   * caller until the next window completes), last tick duration ms.
+   */
   workerStats(): WorkerStats[];
   /** Stops the workers; pending ticks reject. */
   close(): Promise<void>;
@@ -166,4 +206,9 @@ export interface AgentPool {
    * Unwatching is automatic when the agent is despawned, lost or its session ends.
    */
   onFrames: ((session: string, frames: WatchedFrame[]) => void) | null;
+  /**
+   * Called on the main thread with every `log` node line that is logged (the same per-session per-tick cap),
+   * after the tick's decisions are merged; null: none. For tools such as the inspector's timeline.
+   */
+  onLog: ((event: PoolLogEvent) => void) | null;
 }

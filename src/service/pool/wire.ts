@@ -1,7 +1,8 @@
 // The messages between the pool's router (main thread) and an AgentHost (a worker, or the same thread in the
 // inline pool), and the compact forms that keep one session tick to one message per worker.
 
-import type { AgentFrame, AgentId, AgentInspection, WhyReport } from '../../bt/index.js';
+import type { AgentFrame, AgentId, WhyReport } from '../../bt/index.js';
+import type { AgentView } from './types.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
 
 /** Type tags of row values, shared with the protocol's packed rows (the fast path copies them as they are). */
@@ -90,7 +91,7 @@ export interface TickReply {
 /** Host → router. */
 export type FromHost =
   | TickReply
-  | { t: 'inspected'; req: number; inspection: AgentInspection | null }
+  | { t: 'inspected'; req: number; inspection: AgentView | null }
   | { t: 'watching'; req: number; ok: boolean }
   | { t: 'frames'; req: number; frames: AgentFrame[] }
   | { t: 'why'; req: number; report: WhyReport | null }

@@ -1,10 +1,12 @@
 // WorkerPool: agents live in worker threads (one AgentHost each); the main thread only routes. A crashed worker
 // never takes the process down: its requests reject, its agents are reported lost, and a fresh worker replaces it.
-// A stalled one (a plugin in an endless loop) is treated the same way once it has not answered for `stallMs`.
+// A stalled one (a plugin in an endless loop) is treated the same way once it has made no progress for `stallMs`.
 
 import { serialize } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { TreeLookup } from './host.js';
+import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
+import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
 import type { PoolLogger, PoolOptions } from './types.js';
 import type { FromHost, HostRequest, ToHost, WorkerHello, WorldUpdate } from './wire.js';
@@ -16,7 +18,7 @@ import type { FromHost, HostRequest, ToHost, WorkerHello, WorldUpdate } from './
  * own modules ("Unknown file extension .ts"). So the worker boots from a two-line script that registers tsx's
  * loader inside the thread, then imports worker.ts.
  */
-function startWorker(data: { trees: string; plugins: string | undefined }): Worker {
+function startWorker(data: { trees: string; plugins: string | undefined; progress: SharedArrayBuffer }): Worker {
   if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: data });
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./worker.ts', import.meta.url).href;
@@ -27,8 +29,6 @@ function startWorker(data: { trees: string; plugins: string | undefined }): Work
 interface Pending {
   resolve(reply: FromHost): void;
   reject(err: Error): void;
-  /** performance.now() when the request was posted (the stall watchdog reads it). */
-  readonly since: number;
 }
 
 /** Default PoolOptions.stallMs: far beyond any sane tick, short enough that a game notices little. */
@@ -40,13 +40,15 @@ class HostThread {
   readonly pending = new Map<number, Pending>();
   /** Settles with the worker's `ready`; rejects with the loader's error text. */
   readonly ready: Promise<void>;
+  /** The worker's own progress, read by the stall watchdog. */
+  readonly progress: ProgressWatch;
   isReady = false;
   gone = false;
-  eluPrev: ReturnType<Worker['performance']['eventLoopUtilization']> | null = null;
   settleReady: (err: Error | null) => void = () => {};
 
-  constructor(worker: Worker) {
+  constructor(worker: Worker, progress: SharedArrayBuffer) {
     this.worker = worker;
+    this.progress = new ProgressWatch(progress);
     this.ready = new Promise<void>((resolve, reject) => {
       this.settleReady = (err) => (err === null ? resolve() : reject(err));
     });
@@ -64,6 +66,7 @@ export class WorkerPool extends PoolRouter {
   private readonly hashes: Record<string, string>;
   private readonly replaced: Array<Array<() => void>>;
   private readonly watchdog: NodeJS.Timeout | undefined;
+  private readonly eluWindows: EluWindows;
   private closed = false;
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
@@ -73,6 +76,10 @@ export class WorkerPool extends PoolRouter {
     this.hashes = {};
     for (const name of trees.names()) this.hashes[name] = trees.get(name)!.hash;
     this.replaced = Array.from({ length: options.workers }, () => []);
+    this.eluWindows = new EluWindows(options.workers, options.eluWindowMs ?? DEFAULT_ELU_WINDOW_MS, (i) => {
+      const t = this.threads[i];
+      return t === undefined || !t.isReady || t.gone ? null : t.worker.performance.eventLoopUtilization();
+    });
     this.threads = Array.from({ length: options.workers }, (_, i) => this.startThread(i));
     this.started = Promise.all(this.threads.map((t) => t.ready)).then(() => undefined);
     this.started.catch(() => {});
@@ -91,6 +98,7 @@ export class WorkerPool extends PoolRouter {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.watchdog);
+    this.eluWindows.stop();
     for (const t of this.threads) {
       t.gone = true;
       failAll(t, new Error('agent pool closed'));
@@ -103,19 +111,23 @@ export class WorkerPool extends PoolRouter {
     const t = this.threads[i];
     if (t === undefined) throw new RangeError(`no worker ${i}`);
     const replaced = new Promise<void>((resolve) => this.replaced[i]!.push(resolve));
+    t.progress.posting();
     t.worker.postMessage({ t: 'crash' }, []);
     return replaced;
   }
 
   protected post(host: number, msg: ToHost, transfer: ArrayBuffer[]): void {
-    this.threads[host]!.worker.postMessage(msg, transfer);
+    const t = this.threads[host]!;
+    t.progress.posting();
+    t.worker.postMessage(msg, transfer);
   }
 
   protected request(host: number, msg: HostRequest, transfer: ArrayBuffer[]): Promise<FromHost> {
     const t = this.threads[host]!;
     if (t.gone) return Promise.reject(new Error(`worker ${host} is down`));
     return new Promise<FromHost>((resolve, reject) => {
-      t.pending.set(msg.req, { resolve, reject, since: performance.now() });
+      t.pending.set(msg.req, { resolve, reject });
+      t.progress.posting();
       t.worker.postMessage(msg, transfer);
     });
   }
@@ -126,17 +138,12 @@ export class WorkerPool extends PoolRouter {
   }
 
   protected elu(host: number): number {
-    const t = this.threads[host]!;
-    if (!t.isReady || t.gone) return 0;
-    const perf = t.worker.performance;
-    const now = perf.eventLoopUtilization();
-    const since = t.eluPrev === null ? now : perf.eventLoopUtilization(now, t.eluPrev);
-    t.eluPrev = now;
-    return since.utilization;
+    return this.eluWindows.utilization(host);
   }
 
   private startThread(i: number): HostThread {
-    const t = new HostThread(startWorker({ trees: this.options.trees, plugins: this.options.plugins }));
+    const progress = newProgressBuffer();
+    const t = new HostThread(startWorker({ trees: this.options.trees, plugins: this.options.plugins, progress }), progress);
     t.worker.on('message', (msg: FromHost | WorkerHello) => {
       if (msg.t === 'ready') {
         if (!msg.ok) {
@@ -176,17 +183,18 @@ export class WorkerPool extends PoolRouter {
   }
 
   /**
-   * A worker that has not answered a request for `stallMs` is stuck (a plugin in an endless loop, say):
-   * it is terminated and replaced like a crashed one, so every other worker's agents and sessions go on.
+   * A worker that owes work and has made no progress of its own for `stallMs` is stuck (a plugin in an endless
+   * loop, say): it is terminated and replaced like a crashed one, so every other worker's agents and sessions go
+   * on. Judged by the worker's progress count (progress.ts), not by how long its replies wait: when the main
+   * thread is the one blocked, the replies wait unread and the workers are healthy.
    */
   private checkStalls(stallMs: number): void {
     const now = performance.now();
     this.threads.forEach((t, i) => {
       if (t.gone || !t.isReady) return;
-      let oldest = now;
-      for (const p of t.pending.values()) if (p.since < oldest) oldest = p.since;
-      if (now - oldest < stallMs) return;
-      this.onThreadDown(i, t, new Error(`no answer for ${Math.round(now - oldest)} ms (stalled: a plugin in an endless loop?)`));
+      const stalled = t.progress.stalledFor(now);
+      if (stalled < stallMs) return;
+      this.onThreadDown(i, t, new Error(`no answer for ${Math.round(stalled)} ms (stalled: no progress of its own; a plugin in an endless loop?)`));
     });
   }
 
@@ -203,6 +211,7 @@ export class WorkerPool extends PoolRouter {
     if (this.closed) return;
     if (!wasReady) return; // it never loaded: a replacement would fail the same way
     this.logger?.error({ err, worker: i, lostAgents: lost }, 'agent pool: worker crashed; its agents are lost; starting a replacement');
+    this.eluWindows.reset(i);
     this.threads[i] = this.startThread(i);
   }
 }

@@ -5,6 +5,7 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { AgentHost } from './host.js';
 import { loadTrees } from './load.js';
+import { ProgressBoard } from './progress.js';
 import { transferList, type FromHost, type ToHost, type WorkerHello } from './wire.js';
 
 /** The test hook's message (crashWorkerForTests): the worker dies the way a bug would kill it. */
@@ -22,7 +23,9 @@ try {
 
 const port = parentPort;
 if (port === null) throw new Error('pool worker: must run as a worker thread');
-const { trees, plugins } = workerData as { trees: string; plugins: string | undefined };
+const { trees, plugins, progress } = workerData as { trees: string; plugins: string | undefined; progress: SharedArrayBuffer };
+/** The stall watchdog reads this worker's own progress here (progress.ts), not the main thread's clock. */
+const board = new ProgressBoard(progress);
 
 const loaded = await loadTrees(trees, plugins);
 if (!loaded.ok) {
@@ -30,9 +33,8 @@ if (!loaded.ok) {
   // Nothing listens: the worker exits once the message is out.
 } else {
   const library = loaded.library;
-  const host = new AgentHost(library);
-  // Messages sent before this listener exists wait in the port, in order.
-  port.on('message', (msg: ToHost | CrashOrder) => {
+  const host = new AgentHost(library, board);
+  const handle = (msg: ToHost | CrashOrder): void => {
     if (msg.t === 'crash') throw new Error('pool worker: crash requested (test hook)');
     let reply: FromHost | null;
     try {
@@ -44,6 +46,15 @@ if (!loaded.ok) {
     }
     if (reply === null) return;
     port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions) : []);
+  };
+  // Messages sent before this listener exists wait in the port, in order.
+  port.on('message', (msg: ToHost | CrashOrder) => {
+    board.start();
+    try {
+      handle(msg);
+    } finally {
+      board.end(); // the reply is posted: this worker owes nothing, however late the main thread reads it
+    }
   });
   const hashes: Record<string, string> = {};
   for (const name of library.names()) hashes[name] = library.get(name)!.hash;
