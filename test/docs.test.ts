@@ -62,6 +62,7 @@ describe('docs agree with the service', () => {
       const text = line.slice(2);
       let shown: Record<string, unknown> | undefined;
       try {
+        // oxlint-disable-next-line no-new-func -- the README's own examples, written as JS object literals
         shown = new Function(`return (${text});`)() as Record<string, unknown>;
       } catch {
         shown = undefined; // elided (`…`): only its type is compared

@@ -10,7 +10,8 @@ export { explainExpression } from './expr/explain.js';
 export type { AgentFrame, NodeFrame, TraceEvent, WhyReport, WhyCheck, WhyTerm, WatchedFrame } from './frames.js';
 export { ObservedCollector, type ObservedFields, type ObservedRoot } from './expr/reads.js';
 export type { TreeDefinition, ServiceDefinition, AbortMode } from './definition.js';
-export { defineNode, type NodeKind, type NodeBuilder, type NodeBehavior, type ParamSpec, type ParamType, type NodeDefinition } from './node.js';
+export { Code, CODE_GENERATION, ident, joinCode, js, literal, type CodePart } from './codegen.js';
+export { defineNode, type NodeKind, type NodeBuilder, type NodeBehavior, type ParamSpec, type ParamType, type NodeDefinition, type EmitFn, type NodeEmitter } from './node.js';
 export { Status, STATUS_NAMES, type StatusCode, type TickStatus, type StatusName } from './status.js';
 export { BUILTIN_NODES } from './nodes/index.js';
 export {

@@ -1,6 +1,7 @@
 // The contract between the engine and a node kind: its manifest (parameters, children) and its behavior.
 // Each file in nodes/ exports one NodeKind made with defineNode; catalog.ts registers them all.
 
+import type { Code } from './codegen.js';
 import type { CompiledExpr } from './expr/index.js';
 import type { Agent } from './agent.js';
 import type { TickStatus } from './status.js';
@@ -77,19 +78,21 @@ export interface NodeBehavior {
  * Writes statements that compute the node's status into the variable `target`. `fresh` names a
  * boolean variable (the node starts this tick); `a` is the agent. The statements run inside a block
  * labelled `emitter.label`: `break <label>` ends the node early (after setting `target`).
+ * Written with the `js` tagged template of codegen.ts, which takes only numbers, Code and identifiers:
+ * every value from the tree file (names, strings, parameters) reaches the code through `bind`.
  */
-export type EmitFn = (emitter: NodeEmitter, fresh: string, target: string) => string;
+export type EmitFn = (emitter: NodeEmitter, fresh: Code, target: Code) => Code;
 
 /** What the engine offers an EmitFn. Generated code sees runtime values only through `bind`. */
 export interface NodeEmitter {
   /** The label of the block the node's statements run in. */
-  readonly label: string;
-  /** An identifier holding `value` at run time (functions, arrays, compiled expressions). */
-  bind(value: unknown): string;
+  readonly label: Code;
+  /** An identifier holding `value` at run time (functions, arrays, numbers, strings, compiled expressions). */
+  bind(value: unknown): Code;
   /** A fresh local variable (declared by the engine). */
-  temp(): string;
+  temp(): Code;
   /** Statements ticking child k (inline when it can be, else a call) that leave its status in `target`. */
-  child(k: number, target: string): string;
+  child(k: number, target: Code): Code;
 }
 
 /** The engine's services to a node kind while it builds one node: slots, children, compiled parameters. */

@@ -6,12 +6,15 @@ import type { Agent } from './agent.js';
 import type { NodeCatalog, ServiceBuilder } from './catalog.js';
 import { COMMON_FIELDS, type AbortMode, type ServiceDefinition, type TreeDefinition } from './definition.js';
 import { InvalidTreeError, TreeMsg, type ValidationError } from './errors.js';
-import { compileExpression, truthy, type CompiledExpr } from './expr/index.js';
+import { compileExpression, type CompiledExpr } from './expr/index.js';
 import { ObservedCollector, type ObservedFields } from './expr/reads.js';
 import type { NodeBehavior, NodeBuilder, NodeDefinition } from './node.js';
-import { Status, TIME_EPSILON, type TickStatus } from './status.js';
+import { inlineRoot, runServices, wrapNode, type CompiledService, type NodeWrapping } from './program-inline.js';
+import { Status, type TickStatus } from './status.js';
 import { TRACE_HOOKS, type CheckKind, type TraceHooks } from './trace-program.js';
 import { validateTree } from './validate.js';
+
+export type { CompiledService } from './program-inline.js';
 
 /** Static facts about one node, for introspection and error messages. */
 export interface NodeInfo {
@@ -51,6 +54,12 @@ export interface CompiledTree {
   readonly actionResultSlots: Int32Array;
   /** Ticks the root node (index 0). */
   readonly root: (agent: Agent) => TickStatus;
+  /**
+   * True when `root` is the whole tree compiled into one function (the default); false when it calls
+   * one function per node (`inline: false`, a traced program, a tree too large, or a process started
+   * with `--disallow-code-generation-from-strings`).
+   */
+  readonly inlined: boolean;
   /** Halts node `node` of `agent` and its running descendants, deepest first. */
   halt(agent: Agent, node: number): void;
   /** A fresh blackboard with the declared initial values. */
@@ -228,6 +237,7 @@ export function compileValidatedTree(name: string, source: TreeSource, catalog: 
     actionSeqSlots: new Int32Array(0),
     actionResultSlots: new Int32Array(0),
     root: () => Status.FAILURE,
+    inlined: false,
     halt,
     newBlackboard: makeBlackboardFactory(initial),
     traced: () => {
@@ -300,7 +310,8 @@ export function compileValidatedTree(name: string, source: TreeSource, catalog: 
     behaviors[i] = behavior;
     wrapping[i] = { guard: guards[i] ?? null, services };
   }
-  const root = (options.inline ?? true) && hooks === null ? (inlineRoot(behaviors, wrapping, childLists, halt) ?? ticks[0]!) : ticks[0]!;
+  const whole = (options.inline ?? true) && hooks === null ? inlineRoot(behaviors, wrapping, childLists, halt) : null;
+  const root = whole ?? ticks[0]!;
   if (hooks !== null) {
     traced = {
       root,
@@ -318,85 +329,11 @@ export function compileValidatedTree(name: string, source: TreeSource, catalog: 
     observed: observed.result(),
     slotCount,
     root,
+    inlined: whole !== null,
     actionNodes: Int32Array.from(actionNodes),
     actionSeqSlots: Int32Array.from(actionSeqSlots),
     actionResultSlots: Int32Array.from(actionResultSlots),
   });
-}
-
-/** Generated source beyond this is not worth it (V8 stops optimizing very large functions). */
-const MAX_INLINE_SOURCE = 48 * 1024;
-
-/** What the engine wraps around one node's own tick: its guard (abort "self"/"both") and services. */
-interface NodeWrapping {
-  readonly guard: { guard: CompiledExpr; slot: number; abort: AbortMode } | null;
-  readonly services: CompiledService[] | null;
-}
-
-/**
- * One function for the whole tree: every node is written inline with the engine's bookkeeping (fresh,
- * guard, services, status); its own logic inline too when its kind can `emit` it, else a call to its
- * tick. Same statuses, slots and decisions as the call-per-node tree, in the same order
- * (test/bt/properties.test.ts compares them on random trees). Null when code generation is unavailable or
- * the tree is too large to be worth it.
- */
-function inlineRoot(
-  behaviors: readonly NodeBehavior[],
-  wrapping: readonly NodeWrapping[],
-  childLists: ReadonlyArray<readonly number[]>,
-  halt: (agent: Agent, node: number) => void,
-): TickFn | null {
-  const bound: unknown[] = [];
-  const names = new Map<unknown, string>();
-  const bind = (value: unknown): string => {
-    let name = names.get(value);
-    if (name === undefined) {
-      name = `b${bound.length}`;
-      bound.push(value);
-      names.set(value, name);
-    }
-    return name;
-  };
-  let temps = 0;
-  const temp = (): string => `t${temps++}`;
-  const emitNode = (i: number, target: string): string => {
-    const { tick, emit } = behaviors[i]!;
-    const { guard, services } = wrapping[i]!;
-    const fresh = temp();
-    const label = `n${i}`;
-    let src = `${fresh} = st[${i}] !== ${Status.RUNNING};\n${label}: {\n`;
-    if (guard !== null) {
-      const abortSelf = guard.abort === 'self' || guard.abort === 'both';
-      src += `${abortSelf ? '' : `if (${fresh}) `}{
-  const ok = ${bind(truthy)}(${bind(guard.guard)}(a));
-  a.slots[${guard.slot}] = ok ? 1 : 0;
-  if (!ok) { if (!${fresh}) ${bind(halt)}(a, ${i}); ${target} = ${Status.FAILURE}; break ${label}; }
-}\n`;
-    }
-    if (services !== null) src += `${bind(runServices)}(a, ${bind(services)}, ${fresh});\n`;
-    if (emit === undefined) src += `${target} = ${bind(tick)}(a, ${fresh});\n`;
-    else {
-      const children = childLists[i]!;
-      src += `b_${label}: {\n${emit({ label: `b_${label}`, bind, temp, child: (k, t) => emitNode(children[k]!, t) }, fresh, target)}}\n`;
-    }
-    return `${src}}\nst[${i}] = ${target};\n`;
-  };
-  const body = emitNode(0, 's');
-  if (body.length > MAX_INLINE_SOURCE) return null;
-  const locals = Array.from({ length: temps }, (_, k) => `, t${k}`).join('');
-  const source = `"use strict"; return function tree(a) {\nconst st = a.status;\nlet s${locals};\n${body}return s;\n};`;
-  try {
-    return new Function(...bound.map((_, k) => `b${k}`), source)(...bound) as TickFn;
-  } catch {
-    return null; // --disallow-code-generation-from-strings: one call per node
-  }
-}
-
-/** A compiled service entry of a node: its period, the slot holding its next due time, and its run. */
-export interface CompiledService {
-  readonly every: number;
-  readonly slot: number;
-  readonly run: (agent: Agent) => void;
 }
 
 function compileServices(
@@ -428,68 +365,6 @@ function compileServices(
     }
     return { every: s.every, slot: builder.slots(1), run };
   });
-}
-
-/**
- * The engine's wrapper around a node's own tick: guard and abort "self", services, and the status
- * bookkeeping every node shares. Nodes without guard or services get the lean variant (hot path).
- */
-function wrapNode(
-  i: number,
-  tick: (agent: Agent, fresh: boolean) => TickStatus,
-  guard: { guard: CompiledExpr; slot: number; abort: AbortMode } | null,
-  services: CompiledService[] | null,
-  halt: (agent: Agent, node: number) => void,
-): TickFn {
-  if (guard === null && services === null) {
-    // One compiled copy per node (fixed source, no tree data in it): each wrapper gets its own
-    // feedback, so V8 sees one target at its call site and inlines the node's tick.
-    return new Function('tick', 'i', LEAN_WRAPPER)(tick, i) as TickFn;
-  }
-  const check = guard?.guard ?? null;
-  const guardSlot = guard?.slot ?? 0;
-  const abortSelf = guard !== null && (guard.abort === 'self' || guard.abort === 'both');
-  // A per-node copy here too, for the same reason as the lean wrapper.
-  return new Function('tick', 'i', 'check', 'guardSlot', 'abortSelf', 'services', 'halt', 'truthy', 'runServices', GUARDED_WRAPPER)(
-    tick, i, check, guardSlot, abortSelf, services, halt, truthy, runServices,
-  ) as TickFn;
-}
-
-const GUARDED_WRAPPER = `"use strict"; return function guardedNode(a) {
-  const st = a.status;
-  const fresh = st[i] !== ${Status.RUNNING};
-  if (check !== null && (fresh || abortSelf)) {
-    const ok = truthy(check(a));
-    a.slots[guardSlot] = ok ? 1 : 0;
-    if (!ok) {
-      if (!fresh) halt(a, i);
-      st[i] = ${Status.FAILURE};
-      return ${Status.FAILURE};
-    }
-  }
-  if (services !== null) runServices(a, services, fresh);
-  const s = tick(a, fresh);
-  st[i] = s;
-  return s;
-}; `;
-
-const LEAN_WRAPPER = `"use strict"; return function node(a) { const st = a.status; const s = tick(a, st[i] !== ${Status.RUNNING}); st[i] = s; return s; };`;
-
-function runServices(a: Agent, services: CompiledService[], fresh: boolean): void {
-  const slots = a.slots;
-  const now = a.time;
-  for (let k = 0; k < services.length; k++) {
-    const s = services[k]!;
-    if (fresh) {
-      s.run(a);
-      slots[s.slot] = now + s.every;
-    } else if (now + TIME_EPSILON >= slots[s.slot]!) {
-      s.run(a);
-      const next = slots[s.slot]! + s.every;
-      // No bursts after a long pause: the next run is one period from now at the latest.
-      slots[s.slot] = next + TIME_EPSILON > now ? next : now + s.every;
-    }
-  }
 }
 
 function compileArgs(

@@ -8,6 +8,7 @@ import {
   PROTOCOL_VERSION,
   decode,
   encode,
+  parseServerMessage,
   type ActionDecision,
   type ActionResult,
   type AgentError,
@@ -361,27 +362,24 @@ export class CanopyClient extends Emitter<ClientEvents> {
       this.emit('error', new CanopyError(ErrorCode.E_PROTOCOL, `unreadable frame from the server: ${(error as Error).message}`));
       return;
     }
-    if (typeof msg !== 'object' || msg === null) return;
-    const m = msg as Record<string, unknown>;
-    const re = typeof m.re === 'number' ? m.re : undefined;
+    const m = parseServerMessage(msg);
+    if (m === null) return; // not a map, or a message type from a newer server
+    const re = 're' in m ? m.re : undefined;
     switch (m.t) {
       case 'decisions':
-        this.onDecisions(decisionsOf(m as unknown as DecisionsMessage));
+        this.onDecisions(decisionsOf(m));
         return;
       case 'spawned':
       case 'despawned': {
         const entry = re === undefined ? undefined : this.pending.get(re);
-        if (entry?.kind !== m.t) return;
+        if (entry === undefined || entry.kind !== m.t) return;
         this.settle(re!);
-        const result: SpawnResult = {
-          ids: Array.isArray(m.ids) ? (m.ids as AgentId[]) : EMPTY,
-          errors: Array.isArray(m.errors) ? (m.errors as EntryError[]) : EMPTY,
-        };
+        const result: SpawnResult = { ids: m.ids, errors: m.errors ?? EMPTY };
         (entry.resolve as (value: SpawnResult) => void)(result);
         return;
       }
       case 'pong': {
-        const key = re ?? (typeof m.n === 'number' ? m.n : undefined);
+        const key = re ?? m.n;
         const entry = key === undefined ? undefined : this.pending.get(key);
         if (entry?.kind !== 'pong') return;
         this.settle(key!);
@@ -389,10 +387,8 @@ export class CanopyClient extends Emitter<ClientEvents> {
         return;
       }
       case 'error': {
-        const code = typeof m.code === 'string' ? (m.code as ErrorCode) : ErrorCode.E_INTERNAL;
         const entry = m.entry === true;
-        const agent = typeof m.agent === 'number' || typeof m.agent === 'string' ? m.agent : undefined;
-        const error = new CanopyError(code, typeof m.message === 'string' ? m.message : code, { re, entry, agent });
+        const error = new CanopyError(m.code, m.message, { re, entry, agent: m.agent });
         // One refused entry does not fail the request: the rest was applied (a lockstep
         // snapshot's decisions still come). Only an error about the whole message settles it.
         const pending = re === undefined || entry ? undefined : this.settle(re);
@@ -401,8 +397,7 @@ export class CanopyClient extends Emitter<ClientEvents> {
         return;
       }
       case 'goodbye': {
-        const retryAfterMs = typeof m.retryAfterMs === 'number' && m.retryAfterMs >= 0 ? m.retryAfterMs : undefined;
-        this.farewell = { reason: typeof m.reason === 'string' ? m.reason : '', retryAfterMs };
+        this.farewell = { reason: m.reason, retryAfterMs: m.retryAfterMs };
         this.emit('goodbye', this.farewell);
         return;
       }
@@ -577,17 +572,16 @@ function handshake(
         fail(new CanopyError(ErrorCode.E_PROTOCOL, `unreadable frame from the server: ${(error as Error).message}`));
         return;
       }
-      if (msg === null || typeof msg !== 'object') return;
-      const m = msg as Record<string, unknown>;
+      const m = parseServerMessage(msg);
+      if (m === null) return;
       if (m.t === 'error') {
-        const code = typeof m.code === 'string' ? (m.code as ErrorCode) : ErrorCode.E_INTERNAL;
-        fail(new CanopyError(code, typeof m.message === 'string' ? m.message : code));
+        fail(new CanopyError(m.code, m.message));
         return;
       }
       if (m.t !== 'welcome' || settled) return;
       settled = true;
       stopListening();
-      onWelcome(socket, m as unknown as WelcomeMessage);
+      onWelcome(socket, m);
       resolve();
     };
 

@@ -32,6 +32,7 @@ export {
   type WelcomeFields,
 } from './encode.js';
 export { LIMITS, PROTOCOL_VERSION } from './limits.js';
+export { parseServerMessage } from './server-messages.js';
 export { HeldDecisions } from './merge.js';
 export { MAX_VECTOR, Tag, isPackedRows, readSnapshotRows, rowValue, unpackRows, type FastSnapshot, type PackedRows } from './rows.js';
 export {

@@ -1,12 +1,13 @@
 // Property tests of the expression language: random well-formed expressions over a small world never
 // throw, never return undefined, are deterministic and fold to the same values; random garbage
-// never makes loading throw.
+// never makes loading throw; the closures used without code generation agree with the generated code.
 
 import * as fc from 'fast-check';
 import util from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { compile } from '../../src/bt/expr/compiler.js';
 import { compileExpression, type ExprContext, type ExprError } from '../../src/bt/expr/index.js';
+import { interpret } from '../../src/bt/expr/interpret.js';
 import { parse } from '../../src/bt/expr/parser.js';
 import { explainExpression, print } from '../../src/bt/expr/explain.js';
 import type { WhyTerm } from '../../src/bt/frames.js';
@@ -192,6 +193,21 @@ describe('random well-formed expressions', () => {
         const a = plain.fn(context(w));
         const b = r.fn(context(w));
         ensure(same(a, b), `world ${w}: ${String(a)} without folding, ${String(b)} with`);
+      }
+    });
+    expect(failureOf(property, 300)).toBeNull();
+  });
+
+  it('run as closures (no code generation) give the same results as the generated code', () => {
+    const property = fc.property(expr, (source) => {
+      const parsed = parse(source);
+      const r = compileExpression(source, SCOPE);
+      if (!parsed.ok || !r.ok) return;
+      const closures = interpret(parsed.ast, new Map());
+      for (let w = 0; w < WORLDS.length; w++) {
+        const a = closures(context(w));
+        const b = r.fn(context(w));
+        ensure(same(a, b), `world ${w}: ${String(a)} as closures, ${String(b)} compiled`);
       }
     });
     expect(failureOf(property, 300)).toBeNull();

@@ -18,7 +18,7 @@ describe('trace of watched agents on random trees', () => {
         const plain = new Agent(t, 7, { seed: 5 });
         const watched = new Agent(t, 7, { seed: 5 });
         const trace = watched.watch(world.length);
-        const outA = new DecisionBuffer();
+        const outA = new DecisionBuffer(true);
         const outB = new DecisionBuffer(true);
         const runA = new Map<number, number>();
         const runB = new Map<number, number>();
@@ -61,7 +61,8 @@ describe('trace of watched agents on random trees', () => {
           const actions = frame.events.flatMap((e) => (e.kind === 'action' ? [[7, e.seq, e.action, e.args]] : []));
           const cancels = frame.events.flatMap((e) => (e.kind === 'cancel' ? [[7, e.seq]] : []));
           const done = frame.events.flatMap((e) => (e.kind === 'done' ? [[7, e.status]] : []));
-          expect(JSON.stringify([actions, cancels, done, []])).toBe(db);
+          const logs = frame.events.flatMap((e) => (e.kind === 'log' ? [[7, e.level, e.message]] : []));
+          expect(JSON.stringify([actions, cancels, done, [], logs])).toBe(db);
           const issuers = frame.events.flatMap((e) => (e.kind === 'action' || e.kind === 'cancel' ? [t.nodes[e.node]!.type] : []));
           expect(issuers.filter((type) => type !== 'action')).toEqual([]);
           // Every guard evaluated has its value in the frame and a check in the why.

@@ -1,8 +1,10 @@
 // Compiler of the expression language: a checked syntax tree → one JavaScript function, built once.
-// Generated code is made only of fixed helper names, `c.<root>`, and JSON.stringify'd literals and
-// keys: no text of the expression is ever copied into it raw.
+// Generated code is made only of fixed helper names, `c.<root>`, and quoted literals and keys (codegen.ts
+// `js` and `literal`): no text of the expression is ever copied into it raw.
 
+import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../codegen.js';
 import type { CompiledExpr, ExprContext } from './index.js';
+import { interpret } from './interpret.js';
 import type { BinaryOp, Expr } from './parser.js';
 import { HELPERS, type HelperName } from './runtime.js';
 
@@ -20,13 +22,14 @@ export interface Compiled {
   readonly value: unknown;
 }
 
-type Factory = (...args: unknown[]) => CompiledExpr;
-
 const HELPER_NAMES = Object.keys(HELPERS) as HelperName[];
 const HELPER_VALUES: unknown[] = HELPER_NAMES.map((n) => HELPERS[n]);
+const HELPER_PARAMS: readonly Code[] = HELPER_NAMES.map(ident);
+/** The helpers as identifiers of generated code. */
+const H = Object.fromEntries(HELPER_NAMES.map((n) => [n, ident(n)])) as Readonly<Record<HelperName, Code>>;
 
 // The context parameter's name in generated code; nothing else is called `c` there.
-const CTX = 'c';
+const CTX = ident('c');
 
 /** Compiles a checked syntax tree. Throws only on internal errors (compileExpression catches them). */
 export function compile(ast: Expr, options: CompileOptions = {}): Compiled {
@@ -38,18 +41,22 @@ export function compile(ast: Expr, options: CompileOptions = {}): Compiled {
     return { fn: () => frozen, constant: true, value: frozen };
   }
   const folded = fold ? foldConstants(ast) : new Map<Expr, unknown>();
-  const hoisted: unknown[] = [];
-  const emitter = new Emitter(folded, hoisted);
-  const body = emitter.emit(ast);
-  const prelude = hoisted.map((_, i) => `const k${i} = k[${i}];`).join('\n');
-  const temps = emitter.temps > 0 ? `let ${Array.from({ length: emitter.temps }, (_, i) => `t${i}`).join(', ')}; ` : '';
-  const source = `"use strict";\n${prelude}\nreturn function canopyExpression(${CTX}) { ${temps}return ${body}; };`;
-  // Built once per expression at load time from generated code only (see the file header).
-  const factory = new Function(...HELPER_NAMES, 'k', source) as Factory;
-  const fn = factory(...HELPER_VALUES, hoisted);
+  // Where strings may not become code, the same tree runs as closures (same helpers, same rules).
+  const fn = CODE_GENERATION ? generated(ast, folded) : interpret(ast, folded);
   if (!constant) return { fn, constant: false, value: undefined };
   const value = deepFreeze(fn(NO_CONTEXT));
   return { fn, constant: true, value };
+}
+
+/** The expression as one generated function (built once per expression at load time). */
+function generated(ast: Expr, folded: ReadonlyMap<Expr, unknown>): CompiledExpr {
+  const hoisted: unknown[] = [];
+  const emitter = new Emitter(folded, hoisted);
+  const body = emitter.emit(ast);
+  const prelude = joinCode(hoisted.map((_, i) => js`const ${ident(`k${i}`)} = k[${i}];\n`));
+  const temps = emitter.temps > 0 ? js`let ${joinCode(Array.from({ length: emitter.temps }, (_, i) => ident(`t${i}`)), ', ')}; ` : js``;
+  const source = js`${prelude}return function canopyExpression(${CTX}) { ${temps}return ${body}; };`;
+  return generate([...HELPER_PARAMS, ident('k')], source, [...HELPER_VALUES, hoisted]) as CompiledExpr;
 }
 
 /** Passed to constant expressions, which never read it. */
@@ -117,15 +124,14 @@ function foldConstants(ast: Expr): Map<Expr, unknown> {
   return new Map(targets.map((e, i) => [e, values[i]]));
 }
 
-/** Evaluates root-free expressions with one generated function. */
+/** Evaluates root-free expressions with one generated function (closures where code generation is off). */
 function evaluateAll(exprs: readonly Expr[]): unknown[] {
   if (exprs.length === 0) return [];
+  if (!CODE_GENERATION) return exprs.map((e) => interpret(e, new Map())(NO_CONTEXT));
   const emitter = new Emitter(new Map(), []);
-  const items = exprs.map((e) => emitter.emit(e)).join(',\n');
-  const temps = emitter.temps > 0 ? `let ${Array.from({ length: emitter.temps }, (_, i) => `t${i}`).join(', ')};\n` : '';
-  const source = `"use strict";\n${temps}return [${items}];`;
-  const evaluate = new Function(...HELPER_NAMES, source) as (...args: unknown[]) => unknown[];
-  return evaluate(...HELPER_VALUES);
+  const items = joinCode(exprs.map((e) => emitter.emit(e)), ', ');
+  const temps = emitter.temps > 0 ? js`let ${joinCode(Array.from({ length: emitter.temps }, (_, i) => ident(`t${i}`)), ', ')};\n` : js``;
+  return generate(HELPER_PARAMS, js`${temps}return [${items}];`, HELPER_VALUES) as unknown[];
 }
 
 function deepFreeze(v: unknown): unknown {
@@ -136,12 +142,6 @@ function deepFreeze(v: unknown): unknown {
   return v;
 }
 
-/** JavaScript source of a number literal (finite, checked by the lexer or by folding). */
-function numberCode(n: number): string {
-  if (Object.is(n, -0)) return '(-0)';
-  return n < 0 ? `(${String(n)})` : String(n);
-}
-
 /** Writes the JavaScript of an expression. Every compound result is parenthesised or a call. */
 class Emitter {
   temps = 0;
@@ -150,74 +150,77 @@ class Emitter {
     private readonly hoisted: unknown[],
   ) {}
 
-  emit(e: Expr): string {
+  emit(e: Expr): Code {
     if (this.folded.has(e)) return this.value(this.folded.get(e));
     switch (e.kind) {
       case 'literal':
         return this.value(e.value);
       case 'array':
-        return `[${e.items.map((i) => this.emit(i)).join(', ')}]`;
+        return js`[${joinCode(e.items.map((i) => this.emit(i)), ', ')}]`;
       case 'name':
         return this.root(e.name, false);
       case 'member':
-        return this.read(e.object, JSON.stringify(e.name), e.name);
+        return this.read(e.object, e.name);
       case 'index': {
         const k = e.index.kind === 'literal' ? e.index.value : undefined;
-        if (typeof k === 'string') return this.read(e.object, JSON.stringify(k), k);
-        if (typeof k === 'number' && isBlackboard(e.object)) return this.read(e.object, JSON.stringify(String(k)), String(k));
-        if (isBlackboard(e.object)) return `bbAt(${CTX}.bb, ${this.emit(e.index)})`;
-        if (typeof k === 'number') return `get(${this.object(e.object)}, ${numberCode(k)})`;
-        return `at(${this.object(e.object)}, ${this.emit(e.index)})`;
+        if (typeof k === 'string') return this.read(e.object, k);
+        if (typeof k === 'number' && isBlackboard(e.object)) return this.read(e.object, String(k));
+        if (isBlackboard(e.object)) return js`${H.bbAt}(${CTX}.bb, ${this.emit(e.index)})`;
+        if (typeof k === 'number') return js`${H.get}(${this.object(e.object)}, ${k})`;
+        return js`${H.at}(${this.object(e.object)}, ${this.emit(e.index)})`;
       }
       case 'call':
         return this.call(e.name, e.args);
       case 'unary':
-        return e.op === '!' ? `(!${this.emit(e.operand)})` : `neg(${this.emit(e.operand)})`;
+        return e.op === '!' ? js`(!${this.emit(e.operand)})` : js`${H.neg}(${this.emit(e.operand)})`;
       case 'binary':
         return this.binary(e.op, e.left, e.right);
-      case 'logical':
-        return `(${this.emit(e.left)} ${e.op} ${this.emit(e.right)})`;
+      case 'logical': {
+        const [l, r] = [this.emit(e.left), this.emit(e.right)];
+        return e.op === '&&' ? js`(${l} && ${r})` : e.op === '||' ? js`(${l} || ${r})` : js`(${l} ?? ${r})`;
+      }
       case 'conditional':
-        return `(${this.emit(e.test)} ? ${this.emit(e.ifTrue)} : ${this.emit(e.ifFalse)})`;
+        return js`(${this.emit(e.test)} ? ${this.emit(e.ifTrue)} : ${this.emit(e.ifFalse)})`;
     }
   }
 
-  /** A load-time value: primitives inline, arrays hoisted into a frozen constant. */
-  private value(v: unknown): string {
-    if (v === null || v === undefined) return 'null';
-    if (typeof v === 'boolean') return v ? 'true' : 'false';
-    if (typeof v === 'string') return JSON.stringify(v);
-    if (typeof v === 'number' && Number.isFinite(v)) return numberCode(v);
+  /** A load-time value: primitives inline (strings quoted by `literal`), arrays hoisted into a frozen constant. */
+  private value(v: unknown): Code {
+    if (v === null || v === undefined) return js`null`;
+    if (typeof v === 'boolean' || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) return literal(v);
     this.hoisted.push(deepFreeze(v));
-    return `k${this.hoisted.length - 1}`;
+    return ident(`k${this.hoisted.length - 1}`);
   }
 
   /** A root as a value (`nn` keeps undefined out) or as an object to read from (helpers check it). */
-  private root(name: string, asObject: boolean): string {
+  private root(name: string, asObject: boolean): Code {
     switch (name) {
       case 'self':
+        return asObject ? js`${CTX}.self` : js`${H.nn}(${CTX}.self)`;
       case 'world':
-        return asObject ? `${CTX}.${name}` : `nn(${CTX}.${name})`;
+        return asObject ? js`${CTX}.world` : js`${H.nn}(${CTX}.world)`;
       case 'time':
+        return js`${CTX}.time`;
       case 'dt':
-        return `${CTX}.${name}`;
+        return js`${CTX}.dt`;
       default:
         // The checker allows `bb` and `agent` only before a key; anything else is a bug here.
         throw new Error(`internal: root '${name}' cannot be compiled as a value`);
     }
   }
 
-  private object(e: Expr): string {
+  private object(e: Expr): Code {
     return e.kind === 'name' ? this.root(e.name, true) : this.emit(e);
   }
 
-  /** `object.key` with a key known at load time; `keyCode` is its JSON.stringify'd form. */
-  private read(object: Expr, keyCode: string, key: string): string {
-    if (object.kind === 'name' && object.name === 'bb') return `bbGet(${CTX}.bb, ${keyCode})`;
-    if (object.kind === 'name' && object.name === 'agent') return key === 'id' ? `${CTX}.agent.id` : `${CTX}.agent.label`;
+  /** `object.key` with a key known at load time (quoted into the code by `literal`). */
+  private read(object: Expr, key: string): Code {
+    const k = literal(key);
+    if (object.kind === 'name' && object.name === 'bb') return js`${H.bbGet}(${CTX}.bb, ${k})`;
+    if (object.kind === 'name' && object.name === 'agent') return key === 'id' ? js`${CTX}.agent.id` : js`${CTX}.agent.label`;
     // Inline named read: a monomorphic load per expression (the shared get() sees every key and shape).
-    const t = `t${this.temps++}`;
-    return `((${t} = ${this.object(object)}) !== null && typeof ${t} === 'object' && hasOwn(${t}, ${keyCode}) && isPlain(${t}) ? val(${t}[${keyCode}]) : null)`;
+    const t = ident(`t${this.temps++}`);
+    return js`((${t} = ${this.object(object)}) !== null && typeof ${t} === 'object' && ${H.hasOwn}(${t}, ${k}) && ${H.isPlain}(${t}) ? ${H.val}(${t}[${k}]) : null)`;
   }
 
   /** The value of `e` when it is known at load time and is a primitive (a literal or a folded constant). */
@@ -227,7 +230,7 @@ class Emitter {
     return undefined;
   }
 
-  private binary(op: BinaryOp, left: Expr, right: Expr): string {
+  private binary(op: BinaryOp, left: Expr, right: Expr): Code {
     const a = this.emit(left);
     const b = this.emit(right);
     switch (op) {
@@ -240,45 +243,45 @@ class Emitter {
         const lit = l ?? r;
         if (lit !== undefined) {
           const other = l !== undefined ? b : a;
-          if (lit.value === null) return `(${other} ${negate ? '!=' : '=='} null)`;
-          return `(${other} ${negate ? '!==' : '==='} ${this.value(lit.value)})`;
+          if (lit.value === null) return negate ? js`(${other} != null)` : js`(${other} == null)`;
+          return negate ? js`(${other} !== ${this.value(lit.value)})` : js`(${other} === ${this.value(lit.value)})`;
         }
-        return negate ? `(!eq(${a}, ${b}))` : `eq(${a}, ${b})`;
+        return negate ? js`(!${H.eq}(${a}, ${b}))` : js`${H.eq}(${a}, ${b})`;
       }
       case '<':
-        return `lt(${a}, ${b})`;
+        return js`${H.lt}(${a}, ${b})`;
       case '<=':
-        return `le(${a}, ${b})`;
+        return js`${H.le}(${a}, ${b})`;
       case '>':
-        return `gt(${a}, ${b})`;
+        return js`${H.gt}(${a}, ${b})`;
       case '>=':
-        return `ge(${a}, ${b})`;
+        return js`${H.ge}(${a}, ${b})`;
       case '+':
-        return `add(${a}, ${b})`;
+        return js`${H.add}(${a}, ${b})`;
       case '-':
-        return `sub(${a}, ${b})`;
+        return js`${H.sub}(${a}, ${b})`;
       case '*':
-        return `mul(${a}, ${b})`;
+        return js`${H.mul}(${a}, ${b})`;
       case '/':
-        return `div(${a}, ${b})`;
+        return js`${H.div}(${a}, ${b})`;
       case '%':
-        return `mod(${a}, ${b})`;
+        return js`${H.mod}(${a}, ${b})`;
     }
   }
 
-  private call(name: string, args: readonly Expr[]): string {
+  private call(name: string, args: readonly Expr[]): Code {
     const a = args.map((x) => this.emit(x));
     switch (name) {
       case 'min':
       case 'max': {
         // No arrays at run time: min(a, b, c) is min2(min2(a, b), c), which propagates null the same way.
-        const pair = name === 'min' ? 'min2' : 'max2';
-        return a.length === 1 ? `num(${a[0]})` : a.slice(1).reduce((acc, x) => `${pair}(${acc}, ${x})`, a[0]!);
+        const pair = name === 'min' ? H.min2 : H.max2;
+        return a.length === 1 ? js`${H.num}(${a[0]!})` : a.slice(1).reduce((acc, x) => js`${pair}(${acc}, ${x})`, a[0]!);
       }
       case 'nearest':
-        return `nearest(${a[0]}, ${a[1]}, ${a[2] ?? 'Infinity'})`;
+        return js`${H.nearest}(${a[0]!}, ${a[1]!}, ${a[2] ?? js`Infinity`})`;
       case 'rand':
-        return `${CTX}.random()`;
+        return js`${CTX}.random()`;
       case 'abs':
       case 'floor':
       case 'ceil':
@@ -290,7 +293,7 @@ class Emitter {
       case 'has':
       case 'dist':
       case 'dist2':
-        return `${name}(${a.join(', ')})`;
+        return js`${H[name]}(${joinCode(a, ', ')})`;
       default:
         throw new Error(`internal: unknown function '${name}'`);
     }

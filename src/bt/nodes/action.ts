@@ -1,6 +1,7 @@
 // `action`: issues an action to the game server and waits for its result, `until`, or `timeout`.
 // Every issued non-instant action ends exactly once: a result from the game, or a cancel from the tree.
 
+import { js } from '../codegen.js';
 import { truthy } from '../expr/index.js';
 import { defineNode } from '../node.js';
 import { Status, TIME_EPSILON } from '../status.js';
@@ -57,22 +58,20 @@ export const action = defineNode({
       },
       // The same, for whole-tree compilation (see NodeBehavior.emit).
       emit(e, fresh, target) {
-        const end = `break ${e.label};`;
-        let src = `if (${fresh}) {
+        const end = js`break ${e.label};`;
+        return js`if (${fresh}) {
   const seq = ++a.seq;
-  a.out.action(a, seq, ${e.bind(name)}, ${e.bind(args)}(a));\n`;
-        if (instant) src += `  ${target} = ${Status.SUCCESS}; ${end}\n`;
-        src += `  a.slots[${slot}] = seq;\n  a.slots[${slot + 1}] = 0;\n`;
-        if (timeout !== undefined) src += `  a.slots[${slot + 2}] = a.time + ${e.bind(timeout)};\n`;
-        src += `  ${target} = ${Status.RUNNING}; ${end}\n}\n`;
-        src += `{ const r = a.slots[${slot + 1}]; if (r !== 0) { ${target} = r === ${Status.SUCCESS} ? ${Status.SUCCESS} : ${Status.FAILURE}; ${end} } }\n`;
-        if (until !== null) {
-          src += `if (${e.bind(truthy)}(${e.bind(until)}(a))) { a.out.cancel(a, a.slots[${slot}]); ${target} = ${Status.SUCCESS}; ${end} }\n`;
-        }
-        if (timeout !== undefined) {
-          src += `if (a.time + ${TIME_EPSILON} >= a.slots[${slot + 2}]) { a.out.cancel(a, a.slots[${slot}]); ${target} = ${Status.FAILURE}; ${end} }\n`;
-        }
-        return `${src}${target} = ${Status.RUNNING};\n`;
+  a.out.action(a, seq, ${e.bind(name)}, ${e.bind(args)}(a));
+${instant ? js`  ${target} = ${Status.SUCCESS}; ${end}\n` : js``}  a.slots[${slot}] = seq;
+  a.slots[${slot + 1}] = 0;
+${timeout !== undefined ? js`  a.slots[${slot + 2}] = a.time + ${e.bind(timeout)};\n` : js``}  ${target} = ${Status.RUNNING}; ${end}
+}
+{ const r = a.slots[${slot + 1}]; if (r !== 0) { ${target} = r === ${Status.SUCCESS} ? ${Status.SUCCESS} : ${Status.FAILURE}; ${end} } }
+${until !== null ? js`if (${e.bind(truthy)}(${e.bind(until)}(a))) { a.out.cancel(a, a.slots[${slot}]); ${target} = ${Status.SUCCESS}; ${end} }\n` : js``}${
+          timeout !== undefined
+            ? js`if (a.time + ${TIME_EPSILON} >= a.slots[${slot + 2}]) { a.out.cancel(a, a.slots[${slot}]); ${target} = ${Status.FAILURE}; ${end} }\n`
+            : js``
+        }${target} = ${Status.RUNNING};\n`;
       },
       onHalt(a) {
         // A result already arrived for this seq: the game has finished it, so there is nothing to cancel.

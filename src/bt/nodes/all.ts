@@ -1,5 +1,6 @@
 // `all`: ticks every unfinished child each tick and never halts one; fails if any child failed.
 
+import { joinCode, js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status } from '../status.js';
 
@@ -32,12 +33,15 @@ export const all = defineNode({
       },
       emit(e, fresh, t) {
         const [running, failed, c] = [e.temp(), e.temp(), e.temp()];
-        let src = `if (${fresh}) { ${Array.from({ length: n }, (_, k) => `a.slots[${results + k}] = 0;`).join(' ')} }\n${running} = false; ${failed} = false;\n`;
-        for (let k = 0; k < n; k++) {
-          src += `${c} = a.slots[${results + k}];\nif (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) a.slots[${results + k}] = ${c};\n}\n`;
-          src += `if (${c} === ${Status.RUNNING}) ${running} = true; else if (${c} === ${Status.FAILURE}) ${failed} = true;\n`;
-        }
-        return `${src}${t} = ${running} ? ${Status.RUNNING} : ${failed} ? ${Status.FAILURE} : ${Status.SUCCESS};\n`;
+        const reset = joinCode(Array.from({ length: n }, (_, k) => js`a.slots[${results + k}] = 0; `));
+        const steps = Array.from(
+          { length: n },
+          (_, k) => js`${c} = a.slots[${results + k}];
+if (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) a.slots[${results + k}] = ${c};\n}
+if (${c} === ${Status.RUNNING}) ${running} = true; else if (${c} === ${Status.FAILURE}) ${failed} = true;\n`,
+        );
+        return js`if (${fresh}) { ${reset}}\n${running} = false; ${failed} = false;
+${joinCode(steps)}${t} = ${running} ? ${Status.RUNNING} : ${failed} ? ${Status.FAILURE} : ${Status.SUCCESS};\n`;
       },
     };
   },

@@ -1,5 +1,6 @@
 // `condition`: success when its expression is truthy, else failure; never running.
 
+import { js } from '../codegen.js';
 import { truthy } from '../expr/index.js';
 import { defineNode } from '../node.js';
 import { Status } from '../status.js';
@@ -13,7 +14,7 @@ export const condition = defineNode({
     const expr = b.expression('expr')!;
     return {
       tick: (a) => (truthy(expr(a)) ? Status.SUCCESS : Status.FAILURE),
-      emit: (e, _fresh, target) => `${target} = ${e.bind(truthy)}(${e.bind(expr)}(a)) ? ${Status.SUCCESS} : ${Status.FAILURE};\n`,
+      emit: (e, _fresh, target) => js`${target} = ${e.bind(truthy)}(${e.bind(expr)}(a)) ? ${Status.SUCCESS} : ${Status.FAILURE};\n`,
     };
   },
 });

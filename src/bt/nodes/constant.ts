@@ -1,5 +1,6 @@
 // `succeed`, `fail`, `running`: leaves with a constant result, for tests and stubs.
 
+import { js } from '../codegen.js';
 import { defineNode, type NodeKind } from '../node.js';
 import { Status, type TickStatus } from '../status.js';
 
@@ -9,7 +10,7 @@ function constant(type: string, result: TickStatus, word: string): NodeKind {
     category: 'leaf',
     description: `Always returns ${word}.`,
     params: {},
-    build: () => ({ tick: () => result, emit: (_e, _fresh, t) => `${t} = ${result};\n` }),
+    build: () => ({ tick: () => result, emit: (_e, _fresh, t) => js`${t} = ${result};\n` }),
   });
 }
 

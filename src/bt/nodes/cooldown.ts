@@ -1,5 +1,6 @@
 // `cooldown`: after the child finishes, fails without ticking it until `seconds` of tree time have passed.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status, TIME_EPSILON } from '../status.js';
 
@@ -25,9 +26,8 @@ export const cooldown = defineNode({
         return s;
       },
       emit: (e, fresh, t) =>
-        `if (${fresh} && a.slots[${slot}] === 1 && a.time + ${TIME_EPSILON} < a.slots[${slot + 1}]) { ${t} = ${Status.FAILURE}; break ${e.label}; }\n` +
-        e.child(0, t) +
-        `if (${t} !== ${Status.RUNNING}) { a.slots[${slot}] = 1; a.slots[${slot + 1}] = a.time + ${e.bind(seconds)}; }\n`,
+        js`if (${fresh} && a.slots[${slot}] === 1 && a.time + ${TIME_EPSILON} < a.slots[${slot + 1}]) { ${t} = ${Status.FAILURE}; break ${e.label}; }
+${e.child(0, t)}if (${t} !== ${Status.RUNNING}) { a.slots[${slot}] = 1; a.slots[${slot + 1}] = a.time + ${e.bind(seconds)}; }\n`,
       state: (a) => ({ left: a.slots[slot] === 1 ? Math.max(0, a.slots[slot + 1]! - a.time) : 0 }),
     };
   },

@@ -1,5 +1,6 @@
 // `delay`: returns running for `seconds` of tree time after entry, then ticks the child.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status, TIME_EPSILON } from '../status.js';
 
@@ -19,9 +20,9 @@ export const delay = defineNode({
         return child(a);
       },
       emit: (e, fresh, t) =>
-        `if (${fresh}) a.slots[${start}] = a.time;\n` +
-        `if (a.time + ${TIME_EPSILON} < a.slots[${start}] + ${e.bind(seconds)}) { ${t} = ${Status.RUNNING}; break ${e.label}; }\n` +
-        e.child(0, t),
+        js`if (${fresh}) a.slots[${start}] = a.time;
+if (a.time + ${TIME_EPSILON} < a.slots[${start}] + ${e.bind(seconds)}) { ${t} = ${Status.RUNNING}; break ${e.label}; }
+${e.child(0, t)}`,
       state: (a) => (a.status[b.index] === Status.RUNNING ? { left: Math.max(0, a.slots[start]! + seconds - a.time) } : null),
     };
   },

@@ -1,5 +1,6 @@
 // `succeeder` and `failer`: any finished result of the child becomes success / failure.
 
+import { js } from '../codegen.js';
 import { defineNode, type NodeKind } from '../node.js';
 import { Status, type TickStatus } from '../status.js';
 
@@ -13,7 +14,7 @@ function forced(type: string, result: TickStatus, word: string): NodeKind {
       const child = b.child(0);
       return {
         tick: (a) => (child(a) === Status.RUNNING ? Status.RUNNING : result),
-        emit: (e, _fresh, t) => `${e.child(0, t)}if (${t} !== ${Status.RUNNING}) ${t} = ${result};\n`,
+        emit: (e, _fresh, t) => js`${e.child(0, t)}if (${t} !== ${Status.RUNNING}) ${t} = ${result};\n`,
       };
     },
   });

@@ -1,5 +1,6 @@
 // `inverter`: swaps success and failure; running passes through.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status } from '../status.js';
 
@@ -16,7 +17,7 @@ export const inverter = defineNode({
         return s === Status.SUCCESS ? Status.FAILURE : s === Status.FAILURE ? Status.SUCCESS : s;
       },
       emit: (e, _fresh, t) =>
-        `${e.child(0, t)}${t} = ${t} === ${Status.SUCCESS} ? ${Status.FAILURE} : ${t} === ${Status.FAILURE} ? ${Status.SUCCESS} : ${t};\n`,
+        js`${e.child(0, t)}${t} = ${t} === ${Status.SUCCESS} ? ${Status.FAILURE} : ${t} === ${Status.FAILURE} ? ${Status.SUCCESS} : ${t};\n`,
     };
   },
 });

@@ -1,5 +1,6 @@
 // `keepRunningUntilFailure`: restarts the child after every success; ends only on failure.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status } from '../status.js';
 
@@ -12,7 +13,7 @@ export const keepRunningUntilFailure = defineNode({
     const child = b.child(0);
     return {
       tick: (a) => (child(a) === Status.FAILURE ? Status.FAILURE : Status.RUNNING),
-      emit: (e, _fresh, t) => `${e.child(0, t)}${t} = ${t} === ${Status.FAILURE} ? ${Status.FAILURE} : ${Status.RUNNING};\n`,
+      emit: (e, _fresh, t) => js`${e.child(0, t)}${t} = ${t} === ${Status.FAILURE} ? ${Status.FAILURE} : ${Status.RUNNING};\n`,
     };
   },
 });

@@ -1,5 +1,6 @@
 // `log`: emits a debug event with an evaluated message; always succeeds.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status } from '../status.js';
 
@@ -22,7 +23,7 @@ export const log = defineNode({
         return Status.SUCCESS;
       },
       emit: (e, _fresh, t) =>
-        `{ const v = ${e.bind(message)}(a); a.out.log(a, ${e.bind(level)}, typeof v === 'string' ? v : JSON.stringify(v), ${node}); }\n${t} = ${Status.SUCCESS};\n`,
+        js`{ const v = ${e.bind(message)}(a); a.out.log(a, ${e.bind(level)}, typeof v === 'string' ? v : JSON.stringify(v), ${node}); }\n${t} = ${Status.SUCCESS};\n`,
     };
   },
 });

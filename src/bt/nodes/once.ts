@@ -1,5 +1,6 @@
 // `once`: ticks the child until it finishes once in the agent's life, then returns that result forever.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status, type TickStatus } from '../status.js';
 
@@ -20,9 +21,8 @@ export const once = defineNode({
         return s;
       },
       emit: (e, _fresh, t) =>
-        `if (a.slots[${result}] !== 0) { ${t} = a.slots[${result}]; break ${e.label}; }\n` +
-        e.child(0, t) +
-        `if (${t} !== ${Status.RUNNING}) a.slots[${result}] = ${t};\n`,
+        js`if (a.slots[${result}] !== 0) { ${t} = a.slots[${result}]; break ${e.label}; }
+${e.child(0, t)}if (${t} !== ${Status.RUNNING}) a.slots[${result}] = ${t};\n`,
     };
   },
 });

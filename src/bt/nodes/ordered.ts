@@ -1,6 +1,7 @@
 // Shared engine of `sequence` and `selector`: tick children in order until one gives the deciding status.
 // A sequence stops on failure, a selector on success; both resume a running child; `reactive` restarts at the first child.
 
+import { joinCode, js } from '../codegen.js';
 import { truthy } from '../expr/index.js';
 import type { EmitFn, NodeBehavior, NodeBuilder, ParamSpec } from '../node.js';
 import { Status, type TickStatus } from '../status.js';
@@ -39,15 +40,16 @@ export function orderedComposite(b: NodeBuilder, decides: TickStatus, otherwise:
       emit(e, fresh, target) {
         const previous = e.temp();
         const [h, ch] = [e.bind(halt), e.bind(children)];
-        let src = `${previous} = ${fresh} ? -1 : a.slots[${cursor}];\n`;
-        for (let k = 0; k < n; k++) {
-          src += `{\n${e.child(k, target)}}\nif (${target} === ${Status.RUNNING} || ${target} === ${decides}) {
+        const steps = Array.from(
+          { length: n },
+          (_, k) => js`{\n${e.child(k, target)}}
+if (${target} === ${Status.RUNNING} || ${target} === ${decides}) {
   if (${previous} > ${k}) ${h}(a, ${ch}[${previous}]);
   if (${target} === ${Status.RUNNING}) a.slots[${cursor}] = ${k};
   break ${e.label};
-}\n`;
-        }
-        return `${src}${target} = ${otherwise};\n`;
+}\n`,
+        );
+        return js`${previous} = ${fresh} ? -1 : a.slots[${cursor}];\n${joinCode(steps)}${target} = ${otherwise};\n`;
       },
     };
   }
@@ -56,19 +58,43 @@ export function orderedComposite(b: NodeBuilder, decides: TickStatus, otherwise:
   const lower = children.map((_, k) => b.lowerAbort(k));
   const hasAborts = lower.some((l) => l !== null);
 
-  // One compiled copy per node, children unrolled: every child call site sees one target, so V8 inlines it.
-  const names = ticks.map((_, k) => `c${k}`);
-  const tick = new Function(...names, 'cursor', 'hasAborts', 'lower', 'halt', 'children', 'truthy', orderedSource(n, decides, otherwise))(
-    ...ticks, cursor, hasAborts, lower, halt, children, truthy,
-  ) as NodeBehavior['tick'];
+  // The readable semantics; `emit` below is the same logic unrolled for whole-tree compilation, and
+  // test/bt/properties.test.ts holds the two to the same statuses and decisions on random trees.
+  const tick: NodeBehavior['tick'] = (a, fresh) => {
+    let k = fresh ? 0 : a.slots[cursor]!;
+    if (hasAborts && !fresh) {
+      // A higher-priority child's guard turned true while a later child runs: halt that one, resume there.
+      for (let j = 0; j < k; j++) {
+        const l = lower[j];
+        if (l === null || l === undefined) continue;
+        const now = truthy(l.guard(a));
+        const before = a.slots[l.slot];
+        a.slots[l.slot] = now ? 1 : 0;
+        if (now && before === 0) {
+          halt(a, children[k]!);
+          k = j;
+          break;
+        }
+      }
+    }
+    for (; k < n; k++) {
+      const s = ticks[k]!(a);
+      if (s === Status.RUNNING) {
+        a.slots[cursor] = k;
+        return s;
+      }
+      if (s === decides) return s;
+    }
+    return otherwise;
+  };
 
   // The same logic for whole-subtree compilation: children inline, `break label` for `return`.
   const emit: EmitFn = (e, fresh, target) => {
     const k = e.temp();
-    let src = `${k} = ${fresh} ? 0 : a.slots[${cursor}];\n`;
+    let aborts = js``;
     if (hasAborts) {
       const [l, tr, h, ch] = [e.bind(lower), e.bind(truthy), e.bind(halt), e.bind(children)];
-      src += `if (!${fresh}) {
+      aborts = js`if (!${fresh}) {
   for (let j = 0; j < ${k}; j++) {
     const l = ${l}[j];
     if (l === null || l === undefined) continue;
@@ -79,35 +105,13 @@ export function orderedComposite(b: NodeBuilder, decides: TickStatus, otherwise:
   }
 }\n`;
     }
-    src += `switch (${k}) {\n`;
-    for (let c = 0; c < n; c++) {
-      src += `case ${c}: {\n${e.child(c, target)}}\n`;
-      src += `if (${target} === ${Status.RUNNING}) { a.slots[${cursor}] = ${c}; break ${e.label}; }\n`;
-      src += `if (${target} === ${decides}) break ${e.label};\n`;
-    }
-    return `${src}}\n${target} = ${otherwise};\n`;
+    const cases = Array.from(
+      { length: n },
+      (_, c) => js`case ${c}: {\n${e.child(c, target)}}
+if (${target} === ${Status.RUNNING}) { a.slots[${cursor}] = ${c}; break ${e.label}; }
+if (${target} === ${decides}) break ${e.label};\n`,
+    );
+    return js`${k} = ${fresh} ? 0 : a.slots[${cursor}];\n${aborts}switch (${k}) {\n${joinCode(cases)}}\n${target} = ${otherwise};\n`;
   };
   return { tick, emit };
-}
-
-function orderedSource(n: number, decides: number, otherwise: number): string {
-  let cases = '';
-  for (let k = 0; k < n; k++) cases += `case ${k}: s = c${k}(a); if (s === ${Status.RUNNING}) { a.slots[cursor] = ${k}; return s; } if (s === ${decides}) return s;\n`;
-  return `"use strict"; return function ordered(a, fresh) {
-  let k = fresh ? 0 : a.slots[cursor];
-  if (hasAborts && !fresh) {
-    for (let j = 0; j < k; j++) {
-      const l = lower[j];
-      if (l === null || l === undefined) continue;
-      const now = truthy(l.guard(a));
-      const before = a.slots[l.slot];
-      a.slots[l.slot] = now ? 1 : 0;
-      if (now && before === 0) { halt(a, children[k]); k = j; break; }
-    }
-  }
-  let s;
-  switch (k) {
-${cases}  }
-  return ${otherwise};
-};`;
 }

@@ -1,5 +1,6 @@
 // `parallel`: ticks every unfinished child each tick; success/failure thresholds decide, then the rest is halted.
 
+import { joinCode, js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status } from '../status.js';
 
@@ -51,17 +52,18 @@ export const parallel = defineNode({
       },
       emit(e, fresh, t) {
         const [ok, ko, c] = [e.temp(), e.temp(), e.temp()];
-        let src = `if (${fresh}) { ${children.map((_, k) => `a.slots[${results + k}] = 0;`).join(' ')} }\n${ok} = 0; ${ko} = 0;\n`;
-        for (let k = 0; k < n; k++) {
-          src += `${c} = a.slots[${results + k}];\nif (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) a.slots[${results + k}] = ${c};\n}\n`;
-          src += `if (${c} === ${Status.SUCCESS}) ${ok}++; else if (${c} === ${Status.FAILURE}) ${ko}++;\n`;
-        }
-        const [ns, nf] = [e.bind(needSuccess), e.bind(needFailure)];
-        src += `if (${ok} >= ${ns}) ${t} = ${Status.SUCCESS};
+        const reset = joinCode(children.map((_, k) => js`a.slots[${results + k}] = 0; `));
+        const steps = children.map(
+          (_, k) => js`${c} = a.slots[${results + k}];
+if (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) a.slots[${results + k}] = ${c};\n}
+if (${c} === ${Status.SUCCESS}) ${ok}++; else if (${c} === ${Status.FAILURE}) ${ko}++;\n`,
+        );
+        const [ns, nf, h] = [e.bind(needSuccess), e.bind(needFailure), e.bind(halt)];
+        return js`if (${fresh}) { ${reset}}\n${ok} = 0; ${ko} = 0;
+${joinCode(steps)}if (${ok} >= ${ns}) ${t} = ${Status.SUCCESS};
 else if (${ko} >= ${nf} || ${n} - ${ko} < ${ns}) ${t} = ${Status.FAILURE};
-else { ${t} = ${Status.RUNNING}; break ${e.label}; }\n`;
-        const h = e.bind(halt);
-        return src + children.map((node) => `${h}(a, ${node});\n`).join('');
+else { ${t} = ${Status.RUNNING}; break ${e.label}; }
+${joinCode(children.map((node) => js`${h}(a, ${node});\n`))}`;
       },
     };
   },

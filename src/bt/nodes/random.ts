@@ -1,5 +1,6 @@
 // `random`: on entry draws one child with the agent's seeded generator (optionally weighted) and returns what it returns.
 
+import { joinCode, js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status } from '../status.js';
 
@@ -37,15 +38,15 @@ export const random = defineNode({
         return ticks[a.slots[chosen]!]!(a);
       },
       emit(e, fresh, t) {
-        let src = `if (${fresh}) {
+        const cases = Array.from({ length: n }, (_, k) => js`case ${k}: {\n${e.child(k, t)}break;\n}\n`);
+        return js`if (${fresh}) {
   const r = a.random() * ${e.bind(total)};
   const cumulative = ${e.bind(cumulative)};
   let k = 0;
   while (k < ${n - 1} && r >= cumulative[k]) k++;
   a.slots[${chosen}] = k;
-}\nswitch (a.slots[${chosen}]) {\n`;
-        for (let k = 0; k < n; k++) src += `case ${k}: {\n${e.child(k, t)}break;\n}\n`;
-        return `${src}}\n`;
+}
+switch (a.slots[${chosen}]) {\n${joinCode(cases)}}\n`;
       },
       state: (a) => (a.status[b.index] === Status.IDLE ? null : { child: a.slots[chosen]! }),
     };

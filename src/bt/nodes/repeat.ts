@@ -1,5 +1,6 @@
 // `repeat` and `retry`: restart the child after each success (repeat) or failure (retry), one restart per tick.
 
+import { js } from '../codegen.js';
 import { defineNode, type NodeKind } from '../node.js';
 import { Status, type TickStatus } from '../status.js';
 
@@ -31,15 +32,12 @@ function repeating(type: string, param: string, counted: TickStatus, description
         // written raw, a string `times` would be code.
         emit: (e, fresh, t) => {
           const max = e.bind(limit);
-          return (
-            `if (${fresh}) a.slots[${count}] = 0;\n` +
-            e.child(0, t) +
-            `if (${t} === ${counted}) {
+          return js`if (${fresh}) a.slots[${count}] = 0;
+${e.child(0, t)}if (${t} === ${counted}) {
   const done = a.slots[${count}] + 1;
   a.slots[${count}] = done;
   ${t} = ${max} !== -1 && done >= ${max} ? ${counted} : ${Status.RUNNING};
-}\n`
-          );
+}\n`;
         },
         state: (a) => ({ count: a.slots[count]!, limit }),
       };

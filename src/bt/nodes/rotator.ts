@@ -1,5 +1,6 @@
 // `rotator`: each entry ticks the next child in turn (wrapping); `resetOnAbort` restarts from the first after a halt.
 
+import { joinCode, js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status } from '../status.js';
 
@@ -27,13 +28,13 @@ export const rotator = defineNode({
         return ticks[slots[slot + 1]!]!(a);
       },
       emit(e, fresh, t) {
-        let src = `if (${fresh}) {
+        const cases = Array.from({ length: n }, (_, k) => js`case ${k}: {\n${e.child(k, t)}break;\n}\n`);
+        return js`if (${fresh}) {
   const k = a.slots[${slot}];
   a.slots[${slot + 1}] = k;
   a.slots[${slot}] = (k + 1) % ${n};
-}\nswitch (a.slots[${slot + 1}]) {\n`;
-        for (let k = 0; k < n; k++) src += `case ${k}: {\n${e.child(k, t)}break;\n}\n`;
-        return `${src}}\n`;
+}
+switch (a.slots[${slot + 1}]) {\n${joinCode(cases)}}\n`;
       },
       state: (a) => (a.status[b.index] === Status.IDLE ? null : { child: a.slots[slot + 1]! }),
       onHalt: reset

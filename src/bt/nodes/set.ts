@@ -1,5 +1,6 @@
 // `set`: writes blackboard keys from expressions and succeeds.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status } from '../status.js';
 import { blackboardWriter } from './writes.js';
@@ -16,7 +17,7 @@ export const set = defineNode({
         write(a);
         return Status.SUCCESS;
       },
-      emit: (e, _fresh, t) => `${e.bind(write)}(a);\n${t} = ${Status.SUCCESS};\n`,
+      emit: (e, _fresh, t) => js`${e.bind(write)}(a);\n${t} = ${Status.SUCCESS};\n`,
     };
   },
 });

@@ -1,5 +1,6 @@
 // `subtree`: runs another tree's root in place (inlined at compile time), writing `args` on entry.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { blackboardWriter } from './writes.js';
 
@@ -21,7 +22,7 @@ export const subtree = defineNode({
         if (fresh && write !== null) write(a);
         return child(a);
       },
-      emit: (e, fresh, t) => (write !== null ? `if (${fresh}) ${e.bind(write)}(a);\n` : '') + e.child(0, t),
+      emit: (e, fresh, t) => js`${write !== null ? js`if (${fresh}) ${e.bind(write)}(a);\n` : js``}${e.child(0, t)}`,
     };
   },
 });

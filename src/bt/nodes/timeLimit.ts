@@ -1,5 +1,6 @@
 // `timeLimit`: halts a child still running `seconds` after entry and fails.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status, TIME_EPSILON } from '../status.js';
 
@@ -24,9 +25,9 @@ export const timeLimit = defineNode({
         return child(a);
       },
       emit: (e, fresh, t) =>
-        `if (${fresh}) a.slots[${deadline}] = a.time + ${e.bind(seconds)};\n` +
-        `else if (a.time + ${TIME_EPSILON} >= a.slots[${deadline}]) { ${e.bind(halt)}(a, ${childNode}); ${t} = ${Status.FAILURE}; break ${e.label}; }\n` +
-        e.child(0, t),
+        js`if (${fresh}) a.slots[${deadline}] = a.time + ${e.bind(seconds)};
+else if (a.time + ${TIME_EPSILON} >= a.slots[${deadline}]) { ${e.bind(halt)}(a, ${childNode}); ${t} = ${Status.FAILURE}; break ${e.label}; }
+${e.child(0, t)}`,
       state: (a) => (a.status[b.index] === Status.RUNNING ? { left: Math.max(0, a.slots[deadline]! - a.time) } : null),
     };
   },

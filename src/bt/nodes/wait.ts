@@ -1,5 +1,6 @@
 // `wait`: running until a fixed or randomly drawn number of seconds of tree time has passed.
 
+import { js } from '../codegen.js';
 import { defineNode } from '../node.js';
 import { Status, TIME_EPSILON } from '../status.js';
 
@@ -19,8 +20,8 @@ export const wait = defineNode({
         return a.time + TIME_EPSILON >= a.slots[end]! ? Status.SUCCESS : Status.RUNNING;
       },
       emit: (e, fresh, t) =>
-        `if (${fresh}) a.slots[${end}] = a.time + ${span === 0 ? e.bind(min) : `(${e.bind(min)} + a.random() * ${e.bind(span)})`};\n` +
-        `${t} = a.time + ${TIME_EPSILON} >= a.slots[${end}] ? ${Status.SUCCESS} : ${Status.RUNNING};\n`,
+        js`if (${fresh}) a.slots[${end}] = a.time + ${span === 0 ? e.bind(min) : js`(${e.bind(min)} + a.random() * ${e.bind(span)})`};
+${t} = a.time + ${TIME_EPSILON} >= a.slots[${end}] ? ${Status.SUCCESS} : ${Status.RUNNING};\n`,
       state: (a) => (a.status[b.index] === Status.RUNNING ? { left: Math.max(0, a.slots[end]! - a.time) } : null),
     };
   },

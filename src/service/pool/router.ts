@@ -10,7 +10,7 @@ import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLog
 import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
-import { Msg, isPackedRows, type PackedRows } from '../../protocol/index.js';
+import { Msg, isAgentId, isPackedRows, type PackedRows } from '../../protocol/index.js';
 
 /** Where one agent lives. */
 interface Route {
@@ -554,10 +554,6 @@ export abstract class PoolRouter implements AgentPool {
     }
     return best;
   }
-}
-
-function isAgentId(id: unknown): id is AgentId {
-  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
 }
 
 /** The first wrongly typed optional field of a spawn entry, as a message, or null. */
