@@ -414,34 +414,35 @@ describe.each([
     if (reference !== pool) await reference.close();
   });
 
-  it.runIf(workers > 0)('survives a worker crash: the tick in flight rejects, lost agents are reported once, the pool goes on', async () => {
+  // Recovery is the contract now (docs/durability.md): before it, the tick in flight rejected and the crashed
+  // worker's agents were reported lost (E_INTERNAL 'agent lost: worker crashed'); that remains the fallback when a
+  // replacement crashes again while replaying (see the stalled-worker test below).
+  it.runIf(workers > 0)('survives a worker crash: its agents are restored on a replacement, the tick in flight is answered, none is lost', async () => {
     const s = open();
     pool.spawn(s, Array.from({ length: 20 }, (_, i) => ({ id: i, tree: 'guard' })));
     const onWorker1 = pool.listAgents(s).filter((a) => a.worker === 1).map((a) => a.id);
-    const onWorker0 = pool.listAgents(s).filter((a) => a.worker === 0).map((a) => a.id);
     expect(onWorker1.length).toBeGreaterThan(0);
     const replaced = crashWorkerForTests(pool, 1);
-    await expect(tick(s, 1)).rejects.toThrow(/worker 1 crashed/);
+    let d = await tick(s, 1);
     await replaced;
-    expect(pool.agentCount(s)).toBe(onWorker0.length);
-    let d = await tick(s, 2);
-    // The lost agents, once; and worker 0's decisions of the failed tick, carried over.
-    expect(d.errors.map((e) => String(e[0])).toSorted()).toEqual(onWorker1.map(String).toSorted());
-    expect(d.errors.every((e) => e[1] === 'E_INTERNAL' && e[2] === 'agent lost: worker crashed')).toBe(true);
-    expect(d.actions.map((a) => String(a[0])).toSorted()).toEqual(onWorker0.map(String).toSorted());
+    expect(d.errors).toEqual([]);
+    expect(d.actions.map((a) => a[0] as number).toSorted((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(pool.agentCount(s)).toBe(20);
+    expect(pool.listAgents(s).filter((a) => a.worker === 1).map((a) => a.id)).toEqual(onWorker1);
+    d = await tick(s, 2);
+    expect(d.errors).toEqual([]);
+    pool.spawn(s, [{ id: 100, tree: 'guard' }]);
     d = await tick(s, 3);
     expect(d.errors).toEqual([]);
-    // New agents land on the replacement worker first (it is the least loaded) and tick.
-    pool.spawn(s, [{ id: 100, tree: 'guard' }]);
-    expect(pool.listAgents(s).find((a) => a.id === 100)!.worker).toBe(1);
-    d = await tick(s, 4);
     expect(d.actions).toEqual([[100, 1, 'patrol', { speed: 1, name: null }]]);
     pool.destroySession(s);
   });
 });
 
 describe('createAgentPool', () => {
-  it('replaces a stalled worker (a plugin in an endless loop): the tick rejects, its agents are reported lost, the rest goes on', async () => {
+  // The plugin loops on every attempt: the replacement stalls again while replaying, so recovery gives up (bounded
+  // to one attempt) and the worker's agents are lost as before recovery existed.
+  it('replaces a stalled worker whose plugin loops on every attempt: after one failed recovery the tick rejects, its agents are reported lost, the rest goes on', async () => {
     const p = await createAgentPool({ trees, plugins, workers: 2, stallMs: 300 });
     try {
       await p.ready();

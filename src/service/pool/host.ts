@@ -4,7 +4,7 @@
 
 import { deserialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
-import { Agent, type AgentFrame, type CompiledTree, type DecisionSink } from '../../bt/index.js';
+import { Agent, type AgentFrame, type AgentState, type CompiledTree, type DecisionSink } from '../../bt/index.js';
 import type { AgentView } from './types.js';
 import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
@@ -103,6 +103,11 @@ export class AgentHost {
         return null;
       case 'tick':
         return this.tick(msg);
+      case 'checkpoint':
+        return this.checkpoint(msg.req, msg.session);
+      case 'restore':
+        this.restore(msg.session, msg.fields, msg.agents, msg.world);
+        return null;
       case 'inspect': {
         const s = this.sessions.get(msg.session);
         const agent = s?.agents[msg.slot] ?? null;
@@ -116,6 +121,38 @@ export class AgentHost {
   /** The agent in `slot` of `session` on this host, or null: for tools on the same thread (replay, inspector). */
   agentAt(session: string, slot: number): Agent | null {
     return this.sessions.get(session)?.agents[slot] ?? null;
+  }
+
+  /** Crash recovery: every agent's exported state by slot, and the world (recovery.ts keeps them on the main thread). */
+  private checkpoint(req: number, session: string): FromHost {
+    const s = this.sessions.get(session);
+    const agents: Array<[number, AgentState]> = [];
+    if (s !== undefined) {
+      for (let i = 0; i < s.agents.length; i++) {
+        const a = s.agents[i];
+        if (a !== null && a !== undefined) agents.push([i, a.exportState()]);
+      }
+    }
+    return { t: 'checkpointed', req, agents, world: s === undefined ? null : s.world };
+  }
+
+  /** Crash recovery: rebuilds a session's agents from a checkpoint, in their old slots. */
+  private restore(session: string, fields: readonly string[] | null, states: ReadonlyArray<[number, AgentState]>, world: unknown): void {
+    const s = new HostSession(fields);
+    this.sessions.set(session, s);
+    s.world = world;
+    for (const [slot, state] of states) {
+      const tree = this.trees.get(state.tree);
+      if (tree === undefined) throw new Error(`host has no tree '${state.tree}'`);
+      const agent = Agent.restore(tree, state);
+      agent.world = world;
+      while (s.agents.length <= slot) {
+        s.agents.push(null);
+        s.observations.push(null);
+      }
+      s.agents[slot] = agent;
+      this.progress?.step();
+    }
   }
 
   private spawn(session: string, fields: readonly string[] | null, orders: readonly SpawnOrder[]): void {

@@ -1,7 +1,7 @@
 // The messages between the pool's router (main thread) and an AgentHost (a worker, or the same thread in the
 // inline pool), and the compact forms that keep one session tick to one message per worker.
 
-import type { AgentFrame, AgentId, WhyReport } from '../../bt/index.js';
+import type { AgentFrame, AgentId, AgentState, WhyReport } from '../../bt/index.js';
 import type { AgentView } from './types.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
 
@@ -64,7 +64,33 @@ export type ToHost =
   | { t: 'drop'; session: string }
   | TickOrder
   | { t: 'inspect'; req: number; session: string; slot: number }
-  | InspectorOrder;
+  | InspectorOrder
+  | CheckpointOrder
+  | RestoreOrder;
+
+/** Crash recovery (recovery.ts): export the session's agents on this host and its world, between two ticks. */
+export interface CheckpointOrder {
+  t: 'checkpoint';
+  req: number;
+  session: string;
+}
+
+/** Crash recovery: a replacement host rebuilds a session's agents from a checkpoint (then the logged orders follow). */
+export interface RestoreOrder {
+  t: 'restore';
+  session: string;
+  fields: readonly string[] | null;
+  agents: Array<[number, AgentState]>;
+  world: unknown;
+}
+
+/** A checkpoint's reply: each agent's exported state by slot, and the session's world as the host has it. */
+export interface CheckpointReply {
+  t: 'checkpointed';
+  req: number;
+  agents: Array<[number, AgentState]>;
+  world: unknown;
+}
 
 /** The inspector's requests about one watched agent (docs/tracing.md). */
 export type InspectorOrder =
@@ -95,7 +121,8 @@ export type FromHost =
   | { t: 'watching'; req: number; ok: boolean }
   | { t: 'frames'; req: number; frames: AgentFrame[] }
   | { t: 'why'; req: number; report: WhyReport | null }
-  | { t: 'failed'; req: number; message: string };
+  | { t: 'failed'; req: number; message: string }
+  | CheckpointReply;
 
 /** Worker → router, once, after loading (not sent by the inline host). */
 export type WorkerHello = { t: 'ready'; ok: true; trees: Record<string, string> } | { t: 'ready'; ok: false; error: string };

@@ -1,0 +1,170 @@
+// Crash and stall recovery of a WorkerPool (docs/durability.md): per worker and session, the newest checkpoint of
+// the agents' state and every order sent to that worker since. A replacement worker is rebuilt from them, exactly.
+
+import type { AgentState } from '../../bt/index.js';
+import type { CheckpointReply, ResultBatch, RowBatch, TickOrder, ToHost } from './wire.js';
+
+/** Default PoolOptions.checkpointMs. */
+export const DEFAULT_CHECKPOINT_MS = 2000;
+/** A log never holds more tick orders than this, whatever checkpointMs: memory and replay time stay bounded. */
+export const MAX_LOGGED_TICKS = 200;
+
+/** One session's share of one worker, as recovery keeps it. */
+interface SessionLog {
+  fields: readonly string[] | null;
+  /** The agents by slot and the world after some tick; null: before the first checkpoint (no agent yet). */
+  checkpoint: { agents: Array<[number, AgentState]>; world: unknown } | null;
+  /** Orders sent to the worker since the checkpoint, in order (rows and results copied: the sent ones are transferred). */
+  orders: ToHost[];
+  /** Tick orders among `orders`. */
+  ticks: number;
+  /** When the latest checkpoint was requested (performance.now()). */
+  requestedAt: number;
+  /** The checkpoint on its way: its request id and how many of `orders` it covers. */
+  inflight: { req: number; covers: number } | null;
+}
+
+/** Checkpoints and order logs of every worker of a pool; the pool calls it on every message it sends. */
+export class RecoveryJournal {
+  /** Per worker: session name → its log. */
+  private readonly hosts: Array<Map<string, SessionLog>>;
+  private readonly everyMs: number;
+
+  constructor(hostCount: number, everyMs: number) {
+    this.hosts = Array.from({ length: hostCount }, () => new Map());
+    this.everyMs = everyMs;
+  }
+
+  /**
+   * Logs an order on its way to worker `host`. Returns true when the session's checkpoint is due: the caller
+   * then sends a `checkpoint` request right behind this tick order and reports it with `requested`.
+   */
+  record(host: number, msg: ToHost, now: number): boolean {
+    const logs = this.hosts[host]!;
+    switch (msg.t) {
+      case 'spawn': {
+        let log = logs.get(msg.session);
+        if (log === undefined) {
+          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, requestedAt: -Infinity, inflight: null };
+          logs.set(msg.session, log);
+        }
+        log.orders.push(msg);
+        return false;
+      }
+      case 'despawn':
+        logs.get(msg.session)?.orders.push(msg);
+        return false;
+      case 'drop':
+        logs.delete(msg.session);
+        return false;
+      case 'tick': {
+        const log = logs.get(msg.session);
+        if (log === undefined) return false; // the router only ticks a worker it spawned agents on
+        log.orders.push(copyTick(msg));
+        log.ticks++;
+        return log.inflight === null && (now - log.requestedAt >= this.everyMs || log.ticks >= MAX_LOGGED_TICKS);
+      }
+      default:
+        return false; // inspector requests change no agent
+    }
+  }
+
+  /** A checkpoint request `req` left for `session` on `host`: it covers every order logged so far. */
+  requested(host: number, session: string, req: number, now: number): void {
+    const log = this.hosts[host]!.get(session);
+    if (log === undefined) return;
+    log.inflight = { req, covers: log.orders.length };
+    log.requestedAt = now;
+  }
+
+  /** The reply to a checkpoint request: the new checkpoint; the orders it covers are dropped. */
+  checkpointed(host: number, session: string, reply: CheckpointReply): void {
+    const log = this.hosts[host]?.get(session);
+    if (log === undefined || log.inflight?.req !== reply.req) return; // dropped, or the worker was replaced meanwhile
+    const covered = log.orders.splice(0, log.inflight.covers);
+    for (const o of covered) if (o.t === 'tick') log.ticks--;
+    log.checkpoint = { agents: reply.agents, world: reply.world };
+    log.inflight = null;
+  }
+
+  /** A checkpoint request that failed (its worker crashed): the next tick asks again. */
+  abandoned(host: number, session: string, req: number): void {
+    const log = this.hosts[host]?.get(session);
+    if (log?.inflight?.req === req) {
+      log.inflight = null;
+      log.requestedAt = -Infinity;
+    }
+  }
+
+  /**
+   * What rebuilds worker `host` on a replacement, in order: per session, a restore from its checkpoint then
+   * the logged orders (tick orders keep their request ids: a tick still awaited is answered, the others'
+   * replies are dropped as nobody waits for them). Checkpoints in flight are forgotten: their replies never come.
+   */
+  replay(host: number): { orders: ToHost[]; agents: number; ticks: number } {
+    const orders: ToHost[] = [];
+    let agents = 0;
+    let ticks = 0;
+    for (const [session, log] of this.hosts[host]!) {
+      log.inflight = null;
+      log.requestedAt = -Infinity;
+      if (log.checkpoint !== null) {
+        orders.push({ t: 'restore', session, fields: log.fields, agents: log.checkpoint.agents, world: log.checkpoint.world });
+        agents += log.checkpoint.agents.length;
+      }
+      for (const o of log.orders) orders.push(o);
+      ticks += log.ticks;
+    }
+    return { orders, agents, ticks };
+  }
+
+  /** Forgets worker `host`'s logs: its agents were lost, the replacement starts empty. */
+  forget(host: number): void {
+    this.hosts[host]!.clear();
+  }
+
+  /** Request ids of the tick orders logged for `host` (the ones a replay can answer). */
+  tickRequests(host: number): Set<number> {
+    const reqs = new Set<number>();
+    for (const log of this.hosts[host]!.values()) for (const o of log.orders) if (o.t === 'tick') reqs.add(o.req);
+    return reqs;
+  }
+
+  /** Totals for figures and tests: checkpointed agents and logged tick orders over every worker and session. */
+  stats(): { checkpointedAgents: number; loggedTicks: number } {
+    let checkpointedAgents = 0;
+    let loggedTicks = 0;
+    for (const logs of this.hosts) {
+      for (const log of logs.values()) {
+        checkpointedAgents += log.checkpoint?.agents.length ?? 0;
+        loggedTicks += log.ticks;
+      }
+    }
+    return { checkpointedAgents, loggedTicks };
+  }
+}
+
+/** A tick order as logged: its own copies of the row and result buffers (the sent ones are transferred), no spare columns. */
+function copyTick(o: TickOrder): TickOrder {
+  return { ...o, spare: null, rows: o.rows === null ? null : copyRows(o.rows), results: o.results === null ? null : copyResults(o.results) };
+}
+
+function copyRows(r: RowBatch): RowBatch {
+  // At least one row of room: a batch handed back by the replayed tick is reused, and growth doubles its room.
+  const rows = Math.max(r.count, 1);
+  const n = rows * r.width;
+  return {
+    count: r.count,
+    width: r.width,
+    slots: r.slots.slice(0, rows),
+    values: r.values.slice(0, n),
+    tags: r.tags.slice(0, n),
+    vectors: r.vectors.slice(0, r.vectorsLength),
+    vectorsLength: r.vectorsLength,
+    other: r.other.slice(),
+  };
+}
+
+function copyResults(r: ResultBatch): ResultBatch {
+  return { count: r.count, data: r.data.slice(0, Math.max(r.count, 1) * 3) };
+}
