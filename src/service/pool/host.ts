@@ -4,7 +4,8 @@
 
 import { deserialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
-import { Agent, type AgentFrame, type AgentState, type CompiledTree, type DecisionSink } from '../../bt/index.js';
+import { Agent, type AgentFrame, type CompiledTree, type DecisionSink } from '../../bt/index.js';
+import { packAgents, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
@@ -106,7 +107,7 @@ export class AgentHost {
       case 'checkpoint':
         return this.checkpoint(msg.req, msg.session);
       case 'restore':
-        this.restore(msg.session, msg.fields, msg.agents, msg.world);
+        this.restore(msg.session, msg.fields, msg.bytes);
         return null;
       case 'inspect': {
         const s = this.sessions.get(msg.session);
@@ -123,28 +124,22 @@ export class AgentHost {
     return this.sessions.get(session)?.agents[slot] ?? null;
   }
 
-  /** Crash recovery: every agent's exported state by slot, and the world (recovery.ts keeps them on the main thread). */
+  /** Crash recovery: the session's agents and world, packed (recovery.ts keeps the bytes on the main thread). */
   private checkpoint(req: number, session: string): FromHost {
     const s = this.sessions.get(session);
-    const agents: Array<[number, AgentState]> = [];
-    if (s !== undefined) {
-      for (let i = 0; i < s.agents.length; i++) {
-        const a = s.agents[i];
-        if (a !== null && a !== undefined) agents.push([i, a.exportState()]);
-      }
-    }
-    return { t: 'checkpointed', req, agents, world: s === undefined ? null : s.world };
+    const agents = s === undefined ? [] : s.agents;
+    let count = 0;
+    for (const a of agents) if (a !== null) count++;
+    return { t: 'checkpointed', req, agents: count, bytes: packAgents(agents, s?.fields ?? null, s?.world ?? null) };
   }
 
   /** Crash recovery: rebuilds a session's agents from a checkpoint, in their old slots. */
-  private restore(session: string, fields: readonly string[] | null, states: ReadonlyArray<[number, AgentState]>, world: unknown): void {
+  private restore(session: string, fields: readonly string[] | null, bytes: Uint8Array): void {
     const s = new HostSession(fields);
     this.sessions.set(session, s);
+    const { agents, world } = unpackAgents(bytes, fields, this.trees);
     s.world = world;
-    for (const [slot, state] of states) {
-      const tree = this.trees.get(state.tree);
-      if (tree === undefined) throw new Error(`host has no tree '${state.tree}'`);
-      const agent = Agent.restore(tree, state);
+    for (const [slot, agent] of agents) {
       agent.world = world;
       while (s.agents.length <= slot) {
         s.agents.push(null);

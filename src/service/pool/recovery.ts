@@ -1,7 +1,6 @@
 // Crash and stall recovery of a WorkerPool (docs/durability.md): per worker and session, the newest checkpoint of
 // the agents' state and every order sent to that worker since. A replacement worker is rebuilt from them, exactly.
 
-import type { AgentState } from '../../bt/index.js';
 import type { CheckpointReply, ResultBatch, RowBatch, TickOrder, ToHost } from './wire.js';
 
 /** Default PoolOptions.checkpointMs. */
@@ -12,13 +11,13 @@ export const MAX_LOGGED_TICKS = 200;
 /** One session's share of one worker, as recovery keeps it. */
 interface SessionLog {
   fields: readonly string[] | null;
-  /** The agents by slot and the world after some tick; null: before the first checkpoint (no agent yet). */
-  checkpoint: { agents: Array<[number, AgentState]>; world: unknown } | null;
+  /** The agents and the world after some tick, packed by the worker (checkpoint.ts); null: before the first checkpoint. */
+  checkpoint: { agents: number; bytes: Uint8Array } | null;
   /** Orders sent to the worker since the checkpoint, in order (rows and results copied: the sent ones are transferred). */
   orders: ToHost[];
   /** Tick orders among `orders`. */
   ticks: number;
-  /** When the latest checkpoint was requested (performance.now()). */
+  /** Session time (`time` of the tick order, s) of the latest checkpoint requested. */
   requestedAt: number;
   /** The checkpoint on its way: its request id and how many of `orders` it covers. */
   inflight: { req: number; covers: number } | null;
@@ -37,9 +36,11 @@ export class RecoveryJournal {
 
   /**
    * Logs an order on its way to worker `host`. Returns true when the session's checkpoint is due: the caller
-   * then sends a `checkpoint` request right behind this tick order and reports it with `requested`.
+   * then sends a `checkpoint` request right behind this tick order and reports it with `requested`. Due by
+   * session time (`everyMs` of the ticks' `time`, so 40 ticks at 20 Hz whatever the machine's speed), or after
+   * MAX_LOGGED_TICKS ticks whatever the time says (a lockstep game may keep time still).
    */
-  record(host: number, msg: ToHost, now: number): boolean {
+  record(host: number, msg: ToHost): boolean {
     const logs = this.hosts[host]!;
     switch (msg.t) {
       case 'spawn': {
@@ -62,19 +63,19 @@ export class RecoveryJournal {
         if (log === undefined) return false; // the router only ticks a worker it spawned agents on
         log.orders.push(copyTick(msg));
         log.ticks++;
-        return log.inflight === null && (now - log.requestedAt >= this.everyMs || log.ticks >= MAX_LOGGED_TICKS);
+        return log.inflight === null && (Math.abs(msg.time - log.requestedAt) * 1000 >= this.everyMs || log.ticks >= MAX_LOGGED_TICKS);
       }
       default:
         return false; // inspector requests change no agent
     }
   }
 
-  /** A checkpoint request `req` left for `session` on `host`: it covers every order logged so far. */
-  requested(host: number, session: string, req: number, now: number): void {
+  /** A checkpoint request `req` left for `session` on `host` after the tick of session time `time`: it covers every order logged so far. */
+  requested(host: number, session: string, req: number, time: number): void {
     const log = this.hosts[host]!.get(session);
     if (log === undefined) return;
     log.inflight = { req, covers: log.orders.length };
-    log.requestedAt = now;
+    log.requestedAt = time;
   }
 
   /** The reply to a checkpoint request: the new checkpoint; the orders it covers are dropped. */
@@ -83,7 +84,7 @@ export class RecoveryJournal {
     if (log === undefined || log.inflight?.req !== reply.req) return; // dropped, or the worker was replaced meanwhile
     const covered = log.orders.splice(0, log.inflight.covers);
     for (const o of covered) if (o.t === 'tick') log.ticks--;
-    log.checkpoint = { agents: reply.agents, world: reply.world };
+    log.checkpoint = { agents: reply.agents, bytes: reply.bytes };
     log.inflight = null;
   }
 
@@ -109,8 +110,8 @@ export class RecoveryJournal {
       log.inflight = null;
       log.requestedAt = -Infinity;
       if (log.checkpoint !== null) {
-        orders.push({ t: 'restore', session, fields: log.fields, agents: log.checkpoint.agents, world: log.checkpoint.world });
-        agents += log.checkpoint.agents.length;
+        orders.push({ t: 'restore', session, fields: log.fields, bytes: log.checkpoint.bytes });
+        agents += log.checkpoint.agents;
       }
       for (const o of log.orders) orders.push(o);
       ticks += log.ticks;
@@ -131,16 +132,18 @@ export class RecoveryJournal {
   }
 
   /** Totals for figures and tests: checkpointed agents and logged tick orders over every worker and session. */
-  stats(): { checkpointedAgents: number; loggedTicks: number } {
+  stats(): { checkpointedAgents: number; checkpointBytes: number; loggedTicks: number } {
     let checkpointedAgents = 0;
+    let checkpointBytes = 0;
     let loggedTicks = 0;
     for (const logs of this.hosts) {
       for (const log of logs.values()) {
-        checkpointedAgents += log.checkpoint?.agents.length ?? 0;
+        checkpointedAgents += log.checkpoint?.agents ?? 0;
+        checkpointBytes += log.checkpoint?.bytes.length ?? 0;
         loggedTicks += log.ticks;
       }
     }
-    return { checkpointedAgents, loggedTicks };
+    return { checkpointedAgents, checkpointBytes, loggedTicks };
   }
 }
 

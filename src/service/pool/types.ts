@@ -88,7 +88,8 @@ export interface PoolOptions {
   library?: TreeLibrary;
   /**
    * Crash and stall recovery (docs/durability.md): per session and worker, the agents' state is checkpointed at
-   * the first tick after this many ms since the previous checkpoint, and the orders sent since are kept; a
+   * the first tick this many ms of session time (the ticks' `time`) after the previous checkpoint, and at least
+   * every 200 ticks; the orders sent since are kept; a
    * worker that crashes or stalls is replaced and its agents restored from them, exactly. Default 2000.
    * Negative: no recovery (a crashed worker's agents are reported lost, as before). Worker pools only.
    */

@@ -1,7 +1,7 @@
 // The messages between the pool's router (main thread) and an AgentHost (a worker, or the same thread in the
 // inline pool), and the compact forms that keep one session tick to one message per worker.
 
-import type { AgentFrame, AgentId, AgentState, WhyReport } from '../../bt/index.js';
+import type { AgentFrame, AgentId, WhyReport } from '../../bt/index.js';
 import type { AgentView } from './types.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
 
@@ -80,16 +80,16 @@ export interface RestoreOrder {
   t: 'restore';
   session: string;
   fields: readonly string[] | null;
-  agents: Array<[number, AgentState]>;
-  world: unknown;
+  /** checkpoint.ts's packed agents and world. */
+  bytes: Uint8Array;
 }
 
-/** A checkpoint's reply: each agent's exported state by slot, and the session's world as the host has it. */
+/** A checkpoint's reply: the session's agents on the host and its world, packed (checkpoint.ts); `agents` counts them. */
 export interface CheckpointReply {
   t: 'checkpointed';
   req: number;
-  agents: Array<[number, AgentState]>;
-  world: unknown;
+  agents: number;
+  bytes: Uint8Array;
 }
 
 /** The inspector's requests about one watched agent (docs/tracing.md). */

@@ -126,13 +126,13 @@ export class WorkerPool extends PoolRouter {
   }
 
   /** Recovery figures: agents held in checkpoints and tick orders logged since, over every worker and session. */
-  recoveryStats(): { checkpointedAgents: number; loggedTicks: number } {
-    return this.journal?.stats() ?? { checkpointedAgents: 0, loggedTicks: 0 };
+  recoveryStats(): { checkpointedAgents: number; checkpointBytes: number; loggedTicks: number } {
+    return this.journal?.stats() ?? { checkpointedAgents: 0, checkpointBytes: 0, loggedTicks: 0 };
   }
 
   protected post(host: number, msg: ToHost, transfer: ArrayBuffer[]): void {
     const t = this.threads[host]!;
-    this.journal?.record(host, msg, performance.now());
+    this.journal?.record(host, msg);
     t.progress.posting();
     t.worker.postMessage(msg, transfer);
   }
@@ -140,21 +140,21 @@ export class WorkerPool extends PoolRouter {
   protected request(host: number, msg: HostRequest, transfer: ArrayBuffer[]): Promise<FromHost> {
     const t = this.threads[host]!;
     if (t.gone) return Promise.reject(new Error(`worker ${host} is down`));
-    const due = this.journal?.record(host, msg, performance.now()) ?? false;
+    const due = this.journal?.record(host, msg) ?? false;
     const reply = new Promise<FromHost>((resolve, reject) => {
       t.pending.set(msg.req, { resolve, reject });
       t.progress.posting();
       t.worker.postMessage(msg, transfer);
     });
-    if (due) this.requestCheckpoint(host, msg.session);
+    if (due && msg.t === 'tick') this.requestCheckpoint(host, msg.session, msg.time);
     return reply;
   }
 
   /** Asks worker `host` for a checkpoint of `session`, right behind a tick order: it runs once that tick is answered. */
-  private requestCheckpoint(host: number, session: string): void {
+  private requestCheckpoint(host: number, session: string, time: number): void {
     const journal = this.journal!;
     const req = this.nextRequestId();
-    journal.requested(host, session, req, performance.now());
+    journal.requested(host, session, req, time);
     this.request(host, { t: 'checkpoint', req, session }, []).then(
       (reply) => {
         if (reply.t === 'checkpointed') journal.checkpointed(host, session, reply);
