@@ -11,7 +11,7 @@
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import type { AgentId } from '../src/bt/index.js';
-import { crashWorkerForTests, createAgentPool, type AgentPool, type Decisions } from '../src/service/pool/index.js';
+import { crashWorkerForTests, createAgentPool, type AgentPool, type Decisions, type WorkerPool } from '../src/service/pool/index.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { FLEE_TICKS, MOVE_TICKS, TICK_SECONDS } from './lib/population.js';
 import { DEFAULT_SEED, World } from './lib/world.js';
@@ -97,6 +97,8 @@ for (let b = 0; b < blocks; b++) {
     console.error(`  block ${b + 1}/${blocks} ${s.label}: CPU ${s.cpu.at(-1)!.toFixed(2)} ms/tick, wall ${s.wall.at(-1)!.toFixed(2)} ms/tick`);
   }
 }
+const paired = off.cpu.map((c, k) => on.cpu[k]! - c);
+const packed = (on.pool as WorkerPool).recoveryStats();
 const cpuOff = median(off.cpu);
 const cpuOn = median(on.cpu);
 const wallOff = median(off.wall);
@@ -109,10 +111,15 @@ console.log(
   ]),
 );
 console.log(`cost of recovery: CPU ${(((cpuOn - cpuOff) / cpuOff) * 100).toFixed(1)} %, wall ${(((wallOn - wallOff) / wallOff) * 100).toFixed(1)} % (ratios of medians; shared machine)`);
+const meanPaired = paired.reduce((a, b) => a + b, 0) / paired.length;
+console.log(`paired blocks (on − off, CPU ms/tick): ${paired.map((d) => d.toFixed(2)).join(', ')}; mean ${meanPaired.toFixed(2)} = ${((meanPaired / cpuOff) * 100).toFixed(1)} %`);
+console.log(
+  `checkpoints: ${packed.checkpoints} taken, ${(packed.packMs / packed.checkpoints).toFixed(1)} ms of worker time each (${(agents / 2).toFixed(0)} agents), ${(packed.checkpointBytes / 1e6).toFixed(1)} MB held for ${packed.checkpointedAgents} agents; packing = ${((packed.packMs / (BLOCK * (blocks + 1)) / cpuOn) * 100).toFixed(1)} % of the CPU per tick`,
+);
 
 // Recovery time: a worker of the "on" pool crashes right before a tick, halfway through a checkpoint period.
 for (let k = 0; k < BLOCK / 2; k++) await on.tick();
-const stats = (on.pool as unknown as { recoveryStats(): { checkpointedAgents: number; loggedTicks: number } }).recoveryStats();
+const stats = (on.pool as WorkerPool).recoveryStats();
 const crashed = crashWorkerForTests(on.pool, 1);
 const started = performance.now();
 const d = await on.tick();

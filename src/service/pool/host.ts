@@ -126,11 +126,13 @@ export class AgentHost {
 
   /** Crash recovery: the session's agents and world, packed (recovery.ts keeps the bytes on the main thread). */
   private checkpoint(req: number, session: string): FromHost {
+    const started = performance.now();
     const s = this.sessions.get(session);
     const agents = s === undefined ? [] : s.agents;
     let count = 0;
     for (const a of agents) if (a !== null) count++;
-    return { t: 'checkpointed', req, agents: count, bytes: packAgents(agents, s?.fields ?? null, s?.world ?? null) };
+    const bytes = packAgents(agents, s?.fields ?? null, s?.world ?? null);
+    return { t: 'checkpointed', req, agents: count, bytes, ms: performance.now() - started };
   }
 
   /** Crash recovery: rebuilds a session's agents from a checkpoint, in their old slots. */

@@ -23,11 +23,23 @@ interface SessionLog {
   inflight: { req: number; covers: number } | null;
 }
 
+/** Recovery figures: what the journal holds now, and the checkpoints taken so far with the workers' time packing them. */
+export interface RecoveryStats {
+  checkpointedAgents: number;
+  checkpointBytes: number;
+  loggedTicks: number;
+  checkpoints: number;
+  packMs: number;
+}
+
 /** Checkpoints and order logs of every worker of a pool; the pool calls it on every message it sends. */
 export class RecoveryJournal {
   /** Per worker: session name → its log. */
   private readonly hosts: Array<Map<string, SessionLog>>;
   private readonly everyMs: number;
+  /** Checkpoints received and the workers' time spent packing them (ms), for figures. */
+  private checkpoints = 0;
+  private packMs = 0;
 
   constructor(hostCount: number, everyMs: number) {
     this.hosts = Array.from({ length: hostCount }, () => new Map());
@@ -85,6 +97,8 @@ export class RecoveryJournal {
     const covered = log.orders.splice(0, log.inflight.covers);
     for (const o of covered) if (o.t === 'tick') log.ticks--;
     log.checkpoint = { agents: reply.agents, bytes: reply.bytes };
+    this.checkpoints++;
+    this.packMs += reply.ms;
     log.inflight = null;
   }
 
@@ -132,7 +146,7 @@ export class RecoveryJournal {
   }
 
   /** Totals for figures and tests: checkpointed agents and logged tick orders over every worker and session. */
-  stats(): { checkpointedAgents: number; checkpointBytes: number; loggedTicks: number } {
+  stats(): RecoveryStats {
     let checkpointedAgents = 0;
     let checkpointBytes = 0;
     let loggedTicks = 0;
@@ -143,7 +157,7 @@ export class RecoveryJournal {
         loggedTicks += log.ticks;
       }
     }
-    return { checkpointedAgents, checkpointBytes, loggedTicks };
+    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs };
   }
 }
 

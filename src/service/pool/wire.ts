@@ -90,6 +90,8 @@ export interface CheckpointReply {
   req: number;
   agents: number;
   bytes: Uint8Array;
+  /** Time the host spent packing, ms (the cost figures of docs/durability.md). */
+  ms: number;
 }
 
 /** The inspector's requests about one watched agent (docs/tracing.md). */

@@ -8,7 +8,7 @@ import type { TreeLookup } from './host.js';
 import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
-import { DEFAULT_CHECKPOINT_MS, RecoveryJournal } from './recovery.js';
+import { DEFAULT_CHECKPOINT_MS, RecoveryJournal, type RecoveryStats } from './recovery.js';
 import type { PoolLogger, PoolOptions } from './types.js';
 import type { FromHost, HostRequest, ToHost, WorkerHello, WorldUpdate } from './wire.js';
 
@@ -126,8 +126,8 @@ export class WorkerPool extends PoolRouter {
   }
 
   /** Recovery figures: agents held in checkpoints and tick orders logged since, over every worker and session. */
-  recoveryStats(): { checkpointedAgents: number; checkpointBytes: number; loggedTicks: number } {
-    return this.journal?.stats() ?? { checkpointedAgents: 0, checkpointBytes: 0, loggedTicks: 0 };
+  recoveryStats(): RecoveryStats {
+    return this.journal?.stats() ?? { checkpointedAgents: 0, checkpointBytes: 0, loggedTicks: 0, checkpoints: 0, packMs: 0 };
   }
 
   protected post(host: number, msg: ToHost, transfer: ArrayBuffer[]): void {
