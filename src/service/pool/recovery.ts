@@ -30,6 +30,8 @@ export interface RecoveryStats {
   loggedTicks: number;
   checkpoints: number;
   packMs: number;
+  /** Median packing time of the latest 100 checkpoints (ms of the worker's wall clock). */
+  packMedianMs: number;
 }
 
 /** Checkpoints and order logs of every worker of a pool; the pool calls it on every message it sends. */
@@ -37,9 +39,10 @@ export class RecoveryJournal {
   /** Per worker: session name → its log. */
   private readonly hosts: Array<Map<string, SessionLog>>;
   private readonly everyMs: number;
-  /** Checkpoints received and the workers' time spent packing them (ms), for figures. */
+  /** Checkpoints received, the workers' time spent packing them (ms) and the latest 100 packing times, for figures. */
   private checkpoints = 0;
   private packMs = 0;
+  private readonly packTimes: number[] = [];
 
   constructor(hostCount: number, everyMs: number) {
     this.hosts = Array.from({ length: hostCount }, () => new Map());
@@ -99,6 +102,7 @@ export class RecoveryJournal {
     log.checkpoint = { agents: reply.agents, bytes: reply.bytes };
     this.checkpoints++;
     this.packMs += reply.ms;
+    if (this.packTimes.push(reply.ms) > 100) this.packTimes.shift();
     log.inflight = null;
   }
 
@@ -157,7 +161,8 @@ export class RecoveryJournal {
         loggedTicks += log.ticks;
       }
     }
-    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs };
+    const sorted = this.packTimes.toSorted((a, b) => a - b);
+    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs, packMedianMs: sorted[Math.floor(sorted.length / 2)] ?? 0 };
   }
 }
 
