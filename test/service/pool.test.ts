@@ -440,10 +440,9 @@ describe.each([
 });
 
 describe('createAgentPool', () => {
-  // The plugin loops on every attempt: the replacement stalls again while replaying, so recovery gives up (bounded
-  // to one attempt) and the worker's agents are lost as before recovery existed.
-  it('replaces a stalled worker whose plugin loops on every attempt: after one failed recovery the tick rejects, its agents are reported lost, the rest goes on', async () => {
-    const p = await createAgentPool({ trees, plugins, workers: 2, stallMs: 300 });
+  // Without crash recovery (checkpointMs < 0), what every stall did before recovery existed.
+  it('without recovery, replaces a stalled worker (a plugin in an endless loop): the tick rejects, its agents are reported lost, the rest goes on', async () => {
+    const p = await createAgentPool({ trees, plugins, workers: 2, stallMs: 300, checkpointMs: -1 });
     try {
       await p.ready();
       p.createSession('s', { fields: null, maxAgents: 100 });
@@ -458,6 +457,29 @@ describe('createAgentPool', () => {
       expect(d.errors.toSorted((x, y) => Number(x[0]) - Number(y[0]))).toEqual(lost.map((id) => [id, 'E_INTERNAL', 'agent lost: worker crashed']));
       expect([...new Set(d.actions.map((a) => a[0] as number))].toSorted()).toEqual(fine.toSorted());
       expect(p.agentCount('s')).toBe(fine.length);
+    } finally {
+      await p.close();
+    }
+  });
+
+  // Recovery (docs/durability.md): the replacement replays the tick and loops again; the next replacement stops the
+  // agent it was ticking with E_PLUGIN. The other agents of the stalled worker lose nothing.
+  it('replaces a stalled worker whose plugin loops on every attempt: that agent alone stops (E_PLUGIN), the tick is answered, nothing is lost', async () => {
+    const p = await createAgentPool({ trees, plugins, workers: 2, stallMs: 300 });
+    try {
+      await p.ready();
+      p.createSession('s', { fields: null, maxAgents: 100 });
+      p.spawn('s', Array.from({ length: 4 }, (_, i) => ({ id: i, tree: 'sticky' })));
+      const stuck = p.listAgents('s').find((a) => a.worker === 1)!.id as number;
+      p.observe('s', { [stuck]: { hang: true } }, false);
+      let d = await p.tick('s', 1, 0.05, 0.05, 1);
+      expect(d.errors).toEqual([[stuck, 'E_PLUGIN', 'agent stopped: plugin code stalled its worker thread on every attempt']]);
+      const others = [0, 1, 2, 3].filter((id) => id !== stuck);
+      expect(d.actions.map((a) => a[0] as number)).toEqual(others);
+      d = await p.tick('s', 2, 0.1, 0.05, 2);
+      expect(d.errors).toEqual([]);
+      expect(d.actions.map((a) => a[0] as number)).toEqual(others);
+      expect(p.agentCount('s')).toBe(4);
     } finally {
       await p.close();
     }

@@ -22,6 +22,8 @@ class HostSession {
   /** Per slot: the observation object positional rows write into, reused across ticks (one hidden class). */
   readonly observations: Array<Record<string, unknown> | null> = [];
   world: unknown = null;
+  /** Crash recovery: agents to stop with E_PLUGIN at the next tick instead of ticking them (their plugin kills the worker). */
+  readonly stops = new Map<number, string>();
   /** Slots of the watched agents (their Tracer hangs on the Agent). */
   readonly watched = new Set<number>();
   /** Writes one positional row into an observation object (null: the session has no fields). */
@@ -83,9 +85,9 @@ export class AgentHost {
   private readonly trees: TreeLookup;
   private readonly sessions = new Map<string, HostSession>();
   /** Counts agents ticked for the stall watchdog (worker threads only). */
-  private readonly progress: { step(): void } | null;
+  private readonly progress: { step(): void; ticking(req: number, slot: number): void } | null;
 
-  constructor(trees: TreeLookup, progress: { step(): void } | null = null) {
+  constructor(trees: TreeLookup, progress: { step(): void; ticking(req: number, slot: number): void } | null = null) {
     this.trees = trees;
     this.progress = progress;
   }
@@ -108,6 +110,9 @@ export class AgentHost {
         return this.checkpoint(msg.req, msg.session);
       case 'restore':
         this.restore(msg.session, msg.fields, msg.bytes);
+        return null;
+      case 'stop':
+        this.sessions.get(msg.session)?.stops.set(msg.slot, msg.message);
         return null;
       case 'inspect': {
         const s = this.sessions.get(msg.session);
@@ -229,15 +234,25 @@ export class AgentHost {
       const world = s.world;
       if (s.watched.size > 0) for (const slot of s.watched) agents[slot]!.trace!.nextTick = order.tick;
       const progress = this.progress;
+      const stops = s.stops.size > 0 ? s.stops : null;
+      const req = order.req;
       for (let i = 0; i < agents.length; i++) {
         const a = agents[i];
         if (a === null || a === undefined) continue;
         a.world = world;
         out.slot = i;
+        if (stops !== null && stops.has(i)) {
+          a.stop(out, 'E_PLUGIN', stops.get(i)!);
+          continue;
+        }
+        // Recovery reads it if this agent's plugin kills the worker (exit, endless loop).
+        progress?.ticking(req, i);
         a.tick(time, dt, out);
         // A long tick (50k agents under memory pressure) keeps moving; a plugin's endless loop does not.
         progress?.step();
       }
+      progress?.ticking(req, -1);
+      if (stops !== null) stops.clear();
     }
     return {
       t: 'ticked',

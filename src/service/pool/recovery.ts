@@ -21,6 +21,8 @@ interface SessionLog {
   requestedAt: number;
   /** The checkpoint on its way: its request id and how many of `orders` it covers. */
   inflight: { req: number; covers: number } | null;
+  /** Agents whose plugin kills the worker: stopped with E_PLUGIN at the tick order `req` in every replay. */
+  stops: Array<{ req: number; slot: number; message: string }>;
 }
 
 /** Recovery figures: what the journal holds now, and the checkpoints taken so far with the workers' time packing them. */
@@ -61,7 +63,7 @@ export class RecoveryJournal {
       case 'spawn': {
         let log = logs.get(msg.session);
         if (log === undefined) {
-          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, requestedAt: -Infinity, inflight: null };
+          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, requestedAt: -Infinity, inflight: null, stops: [] };
           logs.set(msg.session, log);
         }
         log.orders.push(msg);
@@ -98,7 +100,12 @@ export class RecoveryJournal {
     const log = this.hosts[host]?.get(session);
     if (log === undefined || log.inflight?.req !== reply.req) return; // dropped, or the worker was replaced meanwhile
     const covered = log.orders.splice(0, log.inflight.covers);
-    for (const o of covered) if (o.t === 'tick') log.ticks--;
+    for (const o of covered) {
+      if (o.t !== 'tick') continue;
+      log.ticks--;
+      // The checkpoint holds the stopped agent: the stop need not be replayed any more.
+      if (log.stops.length > 0) log.stops = log.stops.filter((x) => x.req !== o.req);
+    }
     log.checkpoint = { agents: reply.agents, bytes: reply.bytes };
     this.checkpoints++;
     this.packMs += reply.ms;
@@ -131,10 +138,26 @@ export class RecoveryJournal {
         orders.push({ t: 'restore', session, fields: log.fields, bytes: log.checkpoint.bytes });
         agents += log.checkpoint.agents;
       }
-      for (const o of log.orders) orders.push(o);
+      for (const o of log.orders) {
+        if (o.t === 'tick') for (const x of log.stops) if (x.req === o.req) orders.push({ t: 'stop', session, slot: x.slot, message: x.message });
+        orders.push(o);
+      }
       ticks += log.ticks;
     }
     return { orders, agents, ticks };
+  }
+
+  /**
+   * Makes every replay stop the agent in `slot` with E_PLUGIN at tick order `req` instead of ticking it (its
+   * plugin killed the worker there on every attempt). False if no logged tick order of `host` has that id.
+   */
+  stopAgent(host: number, req: number, slot: number, message: string): boolean {
+    for (const log of this.hosts[host]!.values()) {
+      if (!log.orders.some((o) => o.t === 'tick' && o.req === req)) continue;
+      log.stops.push({ req, slot, message });
+      return true;
+    }
+    return false;
   }
 
   /** Forgets worker `host`'s logs: its agents were lost, the replacement starts empty. */

@@ -66,7 +66,8 @@ export type ToHost =
   | { t: 'inspect'; req: number; session: string; slot: number }
   | InspectorOrder
   | CheckpointOrder
-  | RestoreOrder;
+  | RestoreOrder
+  | { t: 'stop'; session: string; slot: number; message: string };
 
 /** Crash recovery (recovery.ts): export the session's agents on this host and its world, between two ticks. */
 export interface CheckpointOrder {

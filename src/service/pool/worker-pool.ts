@@ -32,6 +32,12 @@ interface Pending {
   reject(err: Error): void;
 }
 
+/**
+ * Replacements tried for one crash: the first replays as is (the crash may not come back); each further one stops,
+ * with E_PLUGIN, the agent whose tick killed the previous replacement during the tick in flight.
+ */
+const MAX_RECOVERY_ATTEMPTS = 3;
+
 /** Default PoolOptions.stallMs: far beyond any sane tick, short enough that a game notices little. */
 export const DEFAULT_STALL_MS = 10_000;
 
@@ -49,6 +55,8 @@ class HostThread {
   recovering = false;
   /** The request whose reply says the replay is done. */
   replayDone = -1;
+  /** Recovery attempts that led to this thread without a completed replay in between (0: a fresh worker). */
+  attempts = 0;
   settleReady: (err: Error | null) => void = () => {};
 
   constructor(worker: Worker, progress: SharedArrayBuffer) {
@@ -240,9 +248,19 @@ export class WorkerPool extends PoolRouter {
     t.gone = true;
     const wasReady = t.isReady;
     if (!wasReady) t.settleReady(new Error(`worker ${i} stopped before loading: ${err.message}`));
-    if (this.journal !== null && wasReady && !t.recovering && !this.closed) {
-      this.recover(i, t, err, this.journal);
-      return;
+    if (this.journal !== null && !this.closed && (wasReady || t.recovering)) {
+      if (!t.recovering) {
+        this.recover(i, t, err, this.journal, 1);
+        return;
+      }
+      // The replacement went down while replaying: the agent it was ticking in an awaited tick is the culprit.
+      const at = t.progress.agentAtDeath();
+      const why = /stalled/.test(err.message) ? 'stalled' : 'crashed';
+      const message = `agent stopped: plugin code ${why} its worker thread on every attempt`;
+      if (t.attempts < MAX_RECOVERY_ATTEMPTS && at !== null && t.pending.has(at.req) && this.journal.stopAgent(i, at.req, at.slot, message)) {
+        this.recover(i, t, err, this.journal, t.attempts + 1);
+        return;
+      }
     }
     this.up[i] = false;
     failAll(t, new Error(`worker ${i} crashed: ${err.message}`));
@@ -261,7 +279,7 @@ export class WorkerPool extends PoolRouter {
    * orders logged since. Ticks still awaited move to the replacement: their replayed orders keep their request
    * ids, so they are answered; the replies of the ticks already answered find nobody waiting and are dropped.
    */
-  private recover(i: number, t: HostThread, err: Error, journal: RecoveryJournal): void {
+  private recover(i: number, t: HostThread, err: Error, journal: RecoveryJournal, attempt: number): void {
     const ticks = journal.tickRequests(i);
     const awaited = new Map<number, Pending>();
     for (const [req, p] of t.pending) {
@@ -271,11 +289,12 @@ export class WorkerPool extends PoolRouter {
     t.pending.clear();
     void t.worker.terminate();
     const { orders, agents, ticks: replayed } = journal.replay(i);
-    this.logger?.error({ err, worker: i, agents, ticks: replayed }, 'agent pool: worker crashed; restoring its agents on a replacement from their checkpoint and the orders since');
+    this.logger?.error({ err, worker: i, agents, ticks: replayed, attempt }, 'agent pool: worker crashed; restoring its agents on a replacement from their checkpoint and the orders since');
     this.eluWindows.reset(i);
     const next = this.startThread(i);
     this.threads[i] = next;
     next.recovering = true;
+    next.attempts = attempt;
     for (const [req, p] of awaited) next.pending.set(req, p);
     next.progress.posting();
     // Posted now, before any new order: the port keeps them in order until the worker has loaded.
