@@ -113,13 +113,13 @@ export class RecoveryJournal {
     log.inflight = null;
   }
 
-  /** A checkpoint request that failed (its worker crashed): the next tick asks again. */
+  /**
+   * A checkpoint request that failed: the worker could not pack (a value that cannot be serialized) and asks
+   * again one period later (the log keeps growing meanwhile), or it crashed (then `replay` starts over anyway).
+   */
   abandoned(host: number, session: string, req: number): void {
     const log = this.hosts[host]?.get(session);
-    if (log?.inflight?.req === req) {
-      log.inflight = null;
-      log.requestedAt = -Infinity;
-    }
+    if (log?.inflight?.req === req) log.inflight = null;
   }
 
   /**

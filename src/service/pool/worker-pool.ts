@@ -167,7 +167,11 @@ export class WorkerPool extends PoolRouter {
       (reply) => {
         if (reply.t === 'checkpointed') journal.checkpointed(host, session, reply);
       },
-      () => journal.abandoned(host, session, req),
+      (err: unknown) => {
+        journal.abandoned(host, session, req);
+        const message = err instanceof Error ? err.message : String(err);
+        if (!message.includes('crashed') && !message.includes('closed')) this.logger?.warn({ err, worker: host, session }, 'agent pool: checkpoint failed; the next is due one period later');
+      },
     );
   }
 
