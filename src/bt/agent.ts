@@ -112,6 +112,11 @@ export class Agent implements ExprContext {
     this.rngState = seedFor(id, options.seed);
   }
 
+  /** The generator's state (exportState's `rng`): packed checkpoints copy an agent's state field by field. */
+  randomState(): number {
+    return this.rngState;
+  }
+
   /** The agent's seeded generator, in [0, 1). */
   random(): number {
     this.rngState = mulberry32Next(this.rngState);

@@ -32,6 +32,8 @@ export interface Tuning {
   readonly validateTimeLimitMs: number;
   /** Posted trees waiting behind the one being validated; beyond it requests are answered 429. */
   readonly validateQueue: number;
+  /** Crash recovery: session time between two checkpoints of a worker's agents (PoolOptions.checkpointMs; negative: off). */
+  readonly workerCheckpointMs: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -45,6 +47,7 @@ export const DEFAULT_TUNING: Tuning = {
   recordBlockBytes: 256 * 1024,
   validateTimeLimitMs: 10_000,
   validateQueue: 8,
+  workerCheckpointMs: 2000,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

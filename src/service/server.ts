@@ -71,6 +71,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       logger,
       library,
       stallMs: tuning.workerStallMs,
+      checkpointMs: tuning.workerCheckpointMs,
       ...(config.plugins !== null ? { plugins: config.plugins } : {}),
     });
   } catch (err) {

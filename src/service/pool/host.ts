@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, type AgentFrame, type CompiledTree, type DecisionSink } from '../../bt/index.js';
 // The engine's one code generation site and its template (generate is not part of the engine's public API).
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
+import { packAgents, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
@@ -24,6 +25,8 @@ class HostSession {
   /** Per slot: the observation object positional rows write into, reused across ticks (one hidden class). */
   readonly observations: Array<Record<string, unknown> | null> = [];
   world: unknown = null;
+  /** Crash recovery: agents to stop with E_PLUGIN at the next tick instead of ticking them (their plugin kills the worker). */
+  readonly stops = new Map<number, string>();
   /** Slots of the watched agents (their Tracer hangs on the Agent). */
   readonly watched = new Set<number>();
   /** Slots of agents to restart on their tree's new version when the session next ticks (a reload). */
@@ -86,9 +89,9 @@ export class AgentHost {
   private trees: TreeLookup;
   private readonly sessions = new Map<string, HostSession>();
   /** Counts agents ticked for the stall watchdog (worker threads only). */
-  private readonly progress: { step(): void } | null;
+  private readonly progress: { step(): void; ticking(req: number, slot: number): void } | null;
 
-  constructor(trees: TreeLookup, progress: { step(): void } | null = null) {
+  constructor(trees: TreeLookup, progress: { step(): void; ticking(req: number, slot: number): void } | null = null) {
     this.trees = trees;
     this.progress = progress;
   }
@@ -107,6 +110,14 @@ export class AgentHost {
         return null;
       case 'tick':
         return this.tick(msg);
+      case 'checkpoint':
+        return this.checkpoint(msg.req, msg.session);
+      case 'restore':
+        this.restore(msg.session, msg.fields, msg.bytes);
+        return null;
+      case 'stop':
+        this.sessions.get(msg.session)?.stops.set(msg.slot, msg.message);
+        return null;
       case 'inspect': {
         const s = this.sessions.get(msg.session);
         const agent = s?.agents[msg.slot] ?? null;
@@ -132,6 +143,34 @@ export class AgentHost {
   /** The agent in `slot` of `session` on this host, or null: for tools on the same thread (replay, inspector). */
   agentAt(session: string, slot: number): Agent | null {
     return this.sessions.get(session)?.agents[slot] ?? null;
+  }
+
+  /** Crash recovery: the session's agents and world, packed (recovery.ts keeps the bytes on the main thread). */
+  private checkpoint(req: number, session: string): FromHost {
+    const started = performance.now();
+    const s = this.sessions.get(session);
+    const agents = s === undefined ? [] : s.agents;
+    let count = 0;
+    for (const a of agents) if (a !== null) count++;
+    const bytes = packAgents(agents, s?.fields ?? null, s?.world ?? null);
+    return { t: 'checkpointed', req, agents: count, bytes, ms: performance.now() - started };
+  }
+
+  /** Crash recovery: rebuilds a session's agents from a checkpoint, in their old slots. */
+  private restore(session: string, fields: readonly string[] | null, bytes: Uint8Array): void {
+    const s = new HostSession(fields);
+    this.sessions.set(session, s);
+    const { agents, world } = unpackAgents(bytes, fields, this.trees);
+    s.world = world;
+    for (const [slot, agent] of agents) {
+      agent.world = world;
+      while (s.agents.length <= slot) {
+        s.agents.push(null);
+        s.observations.push(null);
+      }
+      s.agents[slot] = agent;
+      this.progress?.step();
+    }
   }
 
   private spawn(session: string, fields: readonly string[] | null, orders: readonly SpawnOrder[]): void {
@@ -213,15 +252,25 @@ export class AgentHost {
       const world = s.world;
       if (s.watched.size > 0) for (const slot of s.watched) agents[slot]!.trace!.nextTick = order.tick;
       const progress = this.progress;
+      const stops = s.stops.size > 0 ? s.stops : null;
+      const req = order.req;
       for (let i = 0; i < agents.length; i++) {
         const a = agents[i];
         if (a === null || a === undefined) continue;
         a.world = world;
         out.slot = i;
+        if (stops !== null && stops.has(i)) {
+          a.stop(out, 'E_PLUGIN', stops.get(i)!);
+          continue;
+        }
+        // Recovery reads it if this agent's plugin kills the worker (exit, endless loop).
+        progress?.ticking(req, i);
         a.tick(time, dt, out);
         // A long tick (50k agents under memory pressure) keeps moving; a plugin's endless loop does not.
         progress?.step();
       }
+      progress?.ticking(req, -1);
+      if (stops !== null) stops.clear();
     }
     return {
       t: 'ticked',

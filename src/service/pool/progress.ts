@@ -5,7 +5,9 @@
 const STARTED = 0; // messages the worker began handling
 const DONE = 1; // messages it finished (reply posted, if any)
 const STEPS = 2; // STARTED + DONE + agents ticked: moves whenever the worker does anything
-const SLOTS = 3;
+const TICK_REQ = 3; // crash recovery: the tick order being run, and the slot of the agent being ticked (-1: none)
+const AGENT_SLOT = 4;
+const SLOTS = 5;
 
 /** A fresh board for one worker: pass `buffer` in workerData, keep a ProgressWatch on the main thread. */
 export function newProgressBuffer(): SharedArrayBuffer {
@@ -32,6 +34,12 @@ export class ProgressBoard {
     this.cells[STEPS]! += 1;
   }
 
+  /** The agent in `slot` of tick order `req` is about to tick (-1: the tick's agents are done). */
+  ticking(req: number, slot: number): void {
+    this.cells[TICK_REQ] = req;
+    this.cells[AGENT_SLOT] = slot;
+  }
+
   end(): void {
     Atomics.add(this.cells, DONE, 1);
     Atomics.add(this.cells, STEPS, 1);
@@ -54,6 +62,15 @@ export class ProgressWatch {
 
   constructor(buffer: SharedArrayBuffer) {
     this.cells = new Int32Array(buffer);
+  }
+
+  /**
+   * The agent the worker was ticking when it stopped: the tick order's request id and the agent's slot, or null
+   * (it died elsewhere). Read once the worker is gone (its plain stores are visible after it exits or stalls).
+   */
+  agentAtDeath(): { req: number; slot: number } | null {
+    const slot = Atomics.load(this.cells, AGENT_SLOT);
+    return slot < 0 ? null : { req: Atomics.load(this.cells, TICK_REQ), slot };
   }
 
   /** Call on every postMessage to the worker. */

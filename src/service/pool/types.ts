@@ -98,6 +98,14 @@ export interface PoolOptions {
   eluWindowMs?: number;
   /** The same folders already loaded on this thread (the service's own library): not loaded again. */
   library?: TreeLibrary;
+  /**
+   * Crash and stall recovery (docs/durability.md): per session and worker, the agents' state is checkpointed at
+   * the first tick this many ms of session time (the ticks' `time`) after the previous checkpoint, and at least
+   * every 200 ticks; the orders sent since are kept; a
+   * worker that crashes or stalls is replaced and its agents restored from them, exactly. Default 2000.
+   * Negative: no recovery (a crashed worker's agents are reported lost, as before). Worker pools only.
+   */
+  checkpointMs?: number;
 }
 
 /**

@@ -64,7 +64,36 @@ export type ToHost =
   | { t: 'drop'; session: string }
   | TickOrder
   | { t: 'inspect'; req: number; session: string; slot: number }
-  | InspectorOrder;
+  | InspectorOrder
+  | CheckpointOrder
+  | RestoreOrder
+  | { t: 'stop'; session: string; slot: number; message: string };
+
+/** Crash recovery (recovery.ts): export the session's agents on this host and its world, between two ticks. */
+export interface CheckpointOrder {
+  t: 'checkpoint';
+  req: number;
+  session: string;
+}
+
+/** Crash recovery: a replacement host rebuilds a session's agents from a checkpoint (then the logged orders follow). */
+export interface RestoreOrder {
+  t: 'restore';
+  session: string;
+  fields: readonly string[] | null;
+  /** checkpoint.ts's packed agents and world. */
+  bytes: Uint8Array;
+}
+
+/** A checkpoint's reply: the session's agents on the host and its world, packed (checkpoint.ts); `agents` counts them. */
+export interface CheckpointReply {
+  t: 'checkpointed';
+  req: number;
+  agents: number;
+  bytes: Uint8Array;
+  /** Time the host spent packing, ms (the cost figures of docs/durability.md). */
+  ms: number;
+}
 
 /** The inspector's requests about one watched agent (docs/tracing.md). */
 export type InspectorOrder =
@@ -105,7 +134,8 @@ export type FromHost =
   | { t: 'watching'; req: number; ok: boolean }
   | { t: 'frames'; req: number; frames: AgentFrame[] }
   | { t: 'why'; req: number; report: WhyReport | null }
-  | { t: 'failed'; req: number; message: string };
+  | { t: 'failed'; req: number; message: string }
+  | CheckpointReply;
 
 /** Worker → router, once, after loading (not sent by the inline host). */
 export type WorkerHello = { t: 'ready'; ok: true; trees: Record<string, string> } | { t: 'ready'; ok: false; error: string };

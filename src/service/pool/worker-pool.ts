@@ -8,6 +8,7 @@ import type { TreeLookup } from './host.js';
 import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
+import { DEFAULT_CHECKPOINT_MS, RecoveryJournal, type RecoveryStats } from './recovery.js';
 import type { PoolLogger, PoolOptions } from './types.js';
 import type { FromHost, HostRequest, ToHost, TreesOrder, WorkerHello, WorldUpdate } from './wire.js';
 import type { TreeLibrary } from '../../bt/library.js';
@@ -32,6 +33,12 @@ interface Pending {
   reject(err: Error): void;
 }
 
+/**
+ * Replacements tried for one crash: the first replays as is (the crash may not come back); each further one stops,
+ * with E_PLUGIN, the agent whose tick killed the previous replacement during the tick in flight.
+ */
+const MAX_RECOVERY_ATTEMPTS = 3;
+
 /** Default PoolOptions.stallMs: far beyond any sane tick, short enough that a game notices little. */
 export const DEFAULT_STALL_MS = 10_000;
 
@@ -45,6 +52,12 @@ class HostThread {
   readonly progress: ProgressWatch;
   isReady = false;
   gone = false;
+  /** A replacement still replaying its predecessor's orders (recovery.ts): crashing now loses its agents. */
+  recovering = false;
+  /** The request whose reply says the replay is done. */
+  replayDone = -1;
+  /** Recovery attempts that led to this thread without a completed replay in between (0: a fresh worker). */
+  attempts = 0;
   settleReady: (err: Error | null) => void = () => {};
 
   constructor(worker: Worker, progress: SharedArrayBuffer) {
@@ -71,6 +84,8 @@ export class WorkerPool extends PoolRouter {
   private readonly watchdog: NodeJS.Timeout | undefined;
   private readonly eluWindows: EluWindows;
   private closed = false;
+  /** Checkpoints and order logs for crash recovery; null when PoolOptions.checkpointMs is negative. */
+  private readonly journal: RecoveryJournal | null;
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
     super(trees, options.workers, logger);
@@ -79,6 +94,8 @@ export class WorkerPool extends PoolRouter {
     this.hashes = {};
     for (const name of trees.names()) this.hashes[name] = trees.get(name)!.hash;
     this.replaced = Array.from({ length: options.workers }, () => []);
+    const checkpointMs = options.checkpointMs ?? DEFAULT_CHECKPOINT_MS;
+    this.journal = checkpointMs < 0 ? null : new RecoveryJournal(options.workers, checkpointMs);
     this.eluWindows = new EluWindows(options.workers, options.eluWindowMs ?? DEFAULT_ELU_WINDOW_MS, (i) => {
       const t = this.threads[i];
       return t === undefined || !t.isReady || t.gone ? null : t.worker.performance.eventLoopUtilization();
@@ -119,8 +136,14 @@ export class WorkerPool extends PoolRouter {
     return replaced;
   }
 
+  /** Recovery figures: agents held in checkpoints and tick orders logged since, over every worker and session. */
+  recoveryStats(): RecoveryStats {
+    return this.journal?.stats() ?? { checkpointedAgents: 0, checkpointBytes: 0, loggedTicks: 0, checkpoints: 0, packMs: 0, packMedianMs: 0 };
+  }
+
   protected post(host: number, msg: ToHost, transfer: ArrayBuffer[]): void {
     const t = this.threads[host]!;
+    this.journal?.record(host, msg);
     t.progress.posting();
     t.worker.postMessage(msg, transfer);
   }
@@ -128,11 +151,31 @@ export class WorkerPool extends PoolRouter {
   protected request(host: number, msg: HostRequest, transfer: ArrayBuffer[]): Promise<FromHost> {
     const t = this.threads[host]!;
     if (t.gone) return Promise.reject(new Error(`worker ${host} is down`));
-    return new Promise<FromHost>((resolve, reject) => {
+    const due = this.journal?.record(host, msg) ?? false;
+    const reply = new Promise<FromHost>((resolve, reject) => {
       t.pending.set(msg.req, { resolve, reject });
       t.progress.posting();
       t.worker.postMessage(msg, transfer);
     });
+    if (due && msg.t === 'tick') this.requestCheckpoint(host, msg.session, msg.time);
+    return reply;
+  }
+
+  /** Asks worker `host` for a checkpoint of `session`, right behind a tick order: it runs once that tick is answered. */
+  private requestCheckpoint(host: number, session: string, time: number): void {
+    const journal = this.journal!;
+    const req = this.nextRequestId();
+    journal.requested(host, session, req, time);
+    this.request(host, { t: 'checkpoint', req, session }, []).then(
+      (reply) => {
+        if (reply.t === 'checkpointed') journal.checkpointed(host, session, reply);
+      },
+      (err: unknown) => {
+        journal.abandoned(host, session, req);
+        const message = err instanceof Error ? err.message : String(err);
+        if (!message.includes('crashed') && !message.includes('closed')) this.logger?.warn({ err, worker: host, session }, 'agent pool: checkpoint failed; the next is due one period later');
+      },
+    );
   }
 
   /** Posted to every worker in one go: no session tick can fall between two workers' installs. */
@@ -183,6 +226,7 @@ export class WorkerPool extends PoolRouter {
         t.settleReady(null);
         return;
       }
+      if (msg.req === t.replayDone) t.recovering = false;
       const p = t.pending.get(msg.req);
       if (p === undefined) return;
       t.pending.delete(msg.req);
@@ -222,21 +266,69 @@ export class WorkerPool extends PoolRouter {
     });
   }
 
-  /** The worker crashed or exited: fail its requests, forget its agents, start a replacement (if it had ever loaded). */
+  /**
+   * The worker crashed, exited or stalled. With recovery, a replacement restores its agents and replays the
+   * orders since their checkpoints (recovery.ts); a replacement that goes down before its replay is done, or a
+   * pool without recovery, loses them: its requests fail, its agents are reported lost, a fresh worker starts.
+   */
   private onThreadDown(i: number, t: HostThread, err: Error): void {
     if (t.gone) return; // 'error' is followed by 'exit'; a closed pool expects both
     t.gone = true;
-    this.up[i] = false;
     const wasReady = t.isReady;
     if (!wasReady) t.settleReady(new Error(`worker ${i} stopped before loading: ${err.message}`));
+    if (this.journal !== null && !this.closed && (wasReady || t.recovering)) {
+      if (!t.recovering) {
+        this.recover(i, t, err, this.journal, 1);
+        return;
+      }
+      // The replacement went down while replaying: the agent it was ticking in an awaited tick is the culprit.
+      const at = t.progress.agentAtDeath();
+      const why = /stalled/.test(err.message) ? 'stalled' : 'crashed';
+      const message = `agent stopped: plugin code ${why} its worker thread on every attempt`;
+      if (t.attempts < MAX_RECOVERY_ATTEMPTS && at !== null && t.pending.has(at.req) && this.journal.stopAgent(i, at.req, at.slot, message)) {
+        this.recover(i, t, err, this.journal, t.attempts + 1);
+        return;
+      }
+    }
+    this.up[i] = false;
     failAll(t, new Error(`worker ${i} crashed: ${err.message}`));
     const lost = this.loseHost(i);
+    this.journal?.forget(i);
     void t.worker.terminate();
     if (this.closed) return;
-    if (!wasReady) return; // it never loaded: a replacement would fail the same way
+    if (!wasReady && !t.recovering) return; // it never loaded: a replacement would fail the same way
     this.logger?.error({ err, worker: i, lostAgents: lost }, 'agent pool: worker crashed; its agents are lost; starting a replacement');
     this.eluWindows.reset(i);
     this.threads[i] = this.startThread(i);
+  }
+
+  /**
+   * Starts a replacement for worker `i` and sends it, before anything else, every session's checkpoint and the
+   * orders logged since. Ticks still awaited move to the replacement: their replayed orders keep their request
+   * ids, so they are answered; the replies of the ticks already answered find nobody waiting and are dropped.
+   */
+  private recover(i: number, t: HostThread, err: Error, journal: RecoveryJournal, attempt: number): void {
+    const ticks = journal.tickRequests(i);
+    const awaited = new Map<number, Pending>();
+    for (const [req, p] of t.pending) {
+      if (ticks.has(req)) awaited.set(req, p);
+      else p.reject(new Error(`worker ${i} crashed: ${err.message}`)); // inspector requests, checkpoints
+    }
+    t.pending.clear();
+    void t.worker.terminate();
+    const { orders, agents, ticks: replayed } = journal.replay(i);
+    this.logger?.error({ err, worker: i, agents, ticks: replayed, attempt }, 'agent pool: worker crashed; restoring its agents on a replacement from their checkpoint and the orders since');
+    this.eluWindows.reset(i);
+    const next = this.startThread(i);
+    this.threads[i] = next;
+    next.recovering = true;
+    next.attempts = attempt;
+    for (const [req, p] of awaited) next.pending.set(req, p);
+    next.progress.posting();
+    // Posted now, before any new order: the port keeps them in order until the worker has loaded.
+    for (const o of orders) next.worker.postMessage(o, []);
+    next.replayDone = this.nextRequestId();
+    next.worker.postMessage({ t: 'inspect', req: next.replayDone, session: '', slot: -1 } satisfies ToHost, []);
   }
 }
 

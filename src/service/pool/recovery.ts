@@ -1,0 +1,215 @@
+// Crash and stall recovery of a WorkerPool (docs/durability.md): per worker and session, the newest checkpoint of
+// the agents' state and every order sent to that worker since. A replacement worker is rebuilt from them, exactly.
+
+import type { CheckpointReply, ResultBatch, RowBatch, TickOrder, ToHost } from './wire.js';
+
+/** Default PoolOptions.checkpointMs. */
+export const DEFAULT_CHECKPOINT_MS = 2000;
+/** A log never holds more tick orders than this, whatever checkpointMs: memory and replay time stay bounded. */
+export const MAX_LOGGED_TICKS = 200;
+
+/** One session's share of one worker, as recovery keeps it. */
+interface SessionLog {
+  fields: readonly string[] | null;
+  /** The agents and the world after some tick, packed by the worker (checkpoint.ts); null: before the first checkpoint. */
+  checkpoint: { agents: number; bytes: Uint8Array } | null;
+  /** Orders sent to the worker since the checkpoint, in order (rows and results copied: the sent ones are transferred). */
+  orders: ToHost[];
+  /** Tick orders among `orders`. */
+  ticks: number;
+  /** Session time (`time` of the tick order, s) of the latest checkpoint requested. */
+  requestedAt: number;
+  /** The checkpoint on its way: its request id and how many of `orders` it covers. */
+  inflight: { req: number; covers: number } | null;
+  /** Agents whose plugin kills the worker: stopped with E_PLUGIN at the tick order `req` in every replay. */
+  stops: Array<{ req: number; slot: number; message: string }>;
+}
+
+/** Recovery figures: what the journal holds now, and the checkpoints taken so far with the workers' time packing them. */
+export interface RecoveryStats {
+  checkpointedAgents: number;
+  checkpointBytes: number;
+  loggedTicks: number;
+  checkpoints: number;
+  packMs: number;
+  /** Median packing time of the latest 100 checkpoints (ms of the worker's wall clock). */
+  packMedianMs: number;
+}
+
+/** Checkpoints and order logs of every worker of a pool; the pool calls it on every message it sends. */
+export class RecoveryJournal {
+  /** Per worker: session name → its log. */
+  private readonly hosts: Array<Map<string, SessionLog>>;
+  private readonly everyMs: number;
+  /** Checkpoints received, the workers' time spent packing them (ms) and the latest 100 packing times, for figures. */
+  private checkpoints = 0;
+  private packMs = 0;
+  private readonly packTimes: number[] = [];
+
+  constructor(hostCount: number, everyMs: number) {
+    this.hosts = Array.from({ length: hostCount }, () => new Map());
+    this.everyMs = everyMs;
+  }
+
+  /**
+   * Logs an order on its way to worker `host`. Returns true when the session's checkpoint is due: the caller
+   * then sends a `checkpoint` request right behind this tick order and reports it with `requested`. Due by
+   * session time (`everyMs` of the ticks' `time`, so 40 ticks at 20 Hz whatever the machine's speed), or after
+   * MAX_LOGGED_TICKS ticks whatever the time says (a lockstep game may keep time still).
+   */
+  record(host: number, msg: ToHost): boolean {
+    const logs = this.hosts[host]!;
+    switch (msg.t) {
+      case 'spawn': {
+        let log = logs.get(msg.session);
+        if (log === undefined) {
+          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, requestedAt: -Infinity, inflight: null, stops: [] };
+          logs.set(msg.session, log);
+        }
+        log.orders.push(msg);
+        return false;
+      }
+      case 'despawn':
+        logs.get(msg.session)?.orders.push(msg);
+        return false;
+      case 'drop':
+        logs.delete(msg.session);
+        return false;
+      case 'tick': {
+        const log = logs.get(msg.session);
+        if (log === undefined) return false; // the router only ticks a worker it spawned agents on
+        log.orders.push(copyTick(msg));
+        log.ticks++;
+        return log.inflight === null && (Math.abs(msg.time - log.requestedAt) * 1000 >= this.everyMs || log.ticks >= MAX_LOGGED_TICKS);
+      }
+      default:
+        return false; // inspector requests change no agent
+    }
+  }
+
+  /** A checkpoint request `req` left for `session` on `host` after the tick of session time `time`: it covers every order logged so far. */
+  requested(host: number, session: string, req: number, time: number): void {
+    const log = this.hosts[host]!.get(session);
+    if (log === undefined) return;
+    log.inflight = { req, covers: log.orders.length };
+    log.requestedAt = time;
+  }
+
+  /** The reply to a checkpoint request: the new checkpoint; the orders it covers are dropped. */
+  checkpointed(host: number, session: string, reply: CheckpointReply): void {
+    const log = this.hosts[host]?.get(session);
+    if (log === undefined || log.inflight?.req !== reply.req) return; // dropped, or the worker was replaced meanwhile
+    const covered = log.orders.splice(0, log.inflight.covers);
+    for (const o of covered) {
+      if (o.t !== 'tick') continue;
+      log.ticks--;
+      // The checkpoint holds the stopped agent: the stop need not be replayed any more.
+      if (log.stops.length > 0) log.stops = log.stops.filter((x) => x.req !== o.req);
+    }
+    log.checkpoint = { agents: reply.agents, bytes: reply.bytes };
+    this.checkpoints++;
+    this.packMs += reply.ms;
+    if (this.packTimes.push(reply.ms) > 100) this.packTimes.shift();
+    log.inflight = null;
+  }
+
+  /**
+   * A checkpoint request that failed: the worker could not pack (a value that cannot be serialized) and asks
+   * again one period later (the log keeps growing meanwhile), or it crashed (then `replay` starts over anyway).
+   */
+  abandoned(host: number, session: string, req: number): void {
+    const log = this.hosts[host]?.get(session);
+    if (log?.inflight?.req === req) log.inflight = null;
+  }
+
+  /**
+   * What rebuilds worker `host` on a replacement, in order: per session, a restore from its checkpoint then
+   * the logged orders (tick orders keep their request ids: a tick still awaited is answered, the others'
+   * replies are dropped as nobody waits for them). Checkpoints in flight are forgotten: their replies never come.
+   */
+  replay(host: number): { orders: ToHost[]; agents: number; ticks: number } {
+    const orders: ToHost[] = [];
+    let agents = 0;
+    let ticks = 0;
+    for (const [session, log] of this.hosts[host]!) {
+      log.inflight = null;
+      log.requestedAt = -Infinity;
+      if (log.checkpoint !== null) {
+        orders.push({ t: 'restore', session, fields: log.fields, bytes: log.checkpoint.bytes });
+        agents += log.checkpoint.agents;
+      }
+      for (const o of log.orders) {
+        if (o.t === 'tick') for (const x of log.stops) if (x.req === o.req) orders.push({ t: 'stop', session, slot: x.slot, message: x.message });
+        orders.push(o);
+      }
+      ticks += log.ticks;
+    }
+    return { orders, agents, ticks };
+  }
+
+  /**
+   * Makes every replay stop the agent in `slot` with E_PLUGIN at tick order `req` instead of ticking it (its
+   * plugin killed the worker there on every attempt). False if no logged tick order of `host` has that id.
+   */
+  stopAgent(host: number, req: number, slot: number, message: string): boolean {
+    for (const log of this.hosts[host]!.values()) {
+      if (!log.orders.some((o) => o.t === 'tick' && o.req === req)) continue;
+      log.stops.push({ req, slot, message });
+      return true;
+    }
+    return false;
+  }
+
+  /** Forgets worker `host`'s logs: its agents were lost, the replacement starts empty. */
+  forget(host: number): void {
+    this.hosts[host]!.clear();
+  }
+
+  /** Request ids of the tick orders logged for `host` (the ones a replay can answer). */
+  tickRequests(host: number): Set<number> {
+    const reqs = new Set<number>();
+    for (const log of this.hosts[host]!.values()) for (const o of log.orders) if (o.t === 'tick') reqs.add(o.req);
+    return reqs;
+  }
+
+  /** Totals for figures and tests: checkpointed agents and logged tick orders over every worker and session. */
+  stats(): RecoveryStats {
+    let checkpointedAgents = 0;
+    let checkpointBytes = 0;
+    let loggedTicks = 0;
+    for (const logs of this.hosts) {
+      for (const log of logs.values()) {
+        checkpointedAgents += log.checkpoint?.agents ?? 0;
+        checkpointBytes += log.checkpoint?.bytes.length ?? 0;
+        loggedTicks += log.ticks;
+      }
+    }
+    const sorted = this.packTimes.toSorted((a, b) => a - b);
+    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs, packMedianMs: sorted[Math.floor(sorted.length / 2)] ?? 0 };
+  }
+}
+
+/** A tick order as logged: its own copies of the row and result buffers (the sent ones are transferred), no spare columns. */
+function copyTick(o: TickOrder): TickOrder {
+  return { ...o, spare: null, rows: o.rows === null ? null : copyRows(o.rows), results: o.results === null ? null : copyResults(o.results) };
+}
+
+function copyRows(r: RowBatch): RowBatch {
+  // At least one row of room: a batch handed back by the replayed tick is reused, and growth doubles its room.
+  const rows = Math.max(r.count, 1);
+  const n = rows * r.width;
+  return {
+    count: r.count,
+    width: r.width,
+    slots: r.slots.slice(0, rows),
+    values: r.values.slice(0, n),
+    tags: r.tags.slice(0, n),
+    vectors: r.vectors.slice(0, r.vectorsLength),
+    vectorsLength: r.vectorsLength,
+    other: r.other.slice(),
+  };
+}
+
+function copyResults(r: ResultBatch): ResultBatch {
+  return { count: r.count, data: r.data.slice(0, Math.max(r.count, 1) * 3) };
+}
