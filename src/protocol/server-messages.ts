@@ -12,6 +12,7 @@ import type {
   PongMessage,
   ServerMessage,
   SpawnedMessage,
+  TreesMessage,
   WelcomeMessage,
 } from './messages.js';
 
@@ -80,6 +81,21 @@ export function parseServerMessage(value: unknown): ServerMessage | null {
         t: 'goodbye',
         reason: typeof m['reason'] === 'string' ? m['reason'] : '',
         ...(typeof after === 'number' && after >= 0 ? { retryAfterMs: after } : {}),
+      };
+      return out;
+    }
+    case 'trees': {
+      // A hot reload (docs/reload.md): read only when its required fields are there.
+      if (typeof m['tree'] !== 'string' || typeof m['version'] !== 'number') return null;
+      const out: TreesMessage = {
+        t: 'trees',
+        tree: m['tree'],
+        version: m['version'],
+        hash: typeof m['hash'] === 'string' ? m['hash'] : null,
+        removed: m['removed'] === true,
+        policy: m['policy'] === 'keep' ? 'keep' : 'restart',
+        restarted: typeof m['restarted'] === 'number' ? m['restarted'] : 0,
+        kept: typeof m['kept'] === 'number' ? m['kept'] : 0,
       };
       return out;
     }

@@ -44,4 +44,11 @@ describe('parseServerMessage', () => {
     expect(parseServerMessage({ t: 'pong', n: 'x' })).toEqual({ t: 'pong' });
     for (const v of [null, 1, 'decisions', [], { t: 'decisions' }, { t: 'welcome2' }, { t: 'hello' }]) expect(parseServerMessage(v)).toBeNull();
   });
+
+  it('reads a hot reload\'s trees message (the client emits it), and ignores one without tree and version', () => {
+    const trees = { t: 'trees', tree: 'guard', version: 2, hash: 'ab12', removed: false, policy: 'keep', restarted: 0, kept: 3 };
+    expect(parseServerMessage(trees)).toEqual(trees);
+    expect(parseServerMessage({ t: 'trees', tree: 'guard', version: 3, removed: true })).toEqual({ t: 'trees', tree: 'guard', version: 3, hash: null, removed: true, policy: 'restart', restarted: 0, kept: 0 });
+    expect(parseServerMessage({ t: 'trees', tree: 'guard' })).toBeNull();
+  });
 });

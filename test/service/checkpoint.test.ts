@@ -66,4 +66,14 @@ describe('packed checkpoints', () => {
     expect(JSON.stringify(b)).toEqual(JSON.stringify(a));
     expect(JSON.stringify(a).length).toBeGreaterThan(100);
   });
+
+  it('refuses a checkpoint whose tree was reloaded since (another version under the same name), rather than misread it', () => {
+    const agents = population();
+    const bytes = packAgents(agents, FIELDS, null);
+    const reloaded = compileTree('mixed', () => ({ blackboard: { mood: 1, target: null }, root: { type: 'action', action: 'shout', instant: true } }), new NodeCatalog());
+    expect(reloaded.hash).not.toBe(tree.hash);
+    expect(() => unpackAgents(bytes, FIELDS, { get: (name) => (name === 'mixed' ? reloaded : undefined) })).toThrow(
+      `tree 'mixed' is version ${reloaded.hash} here, the checkpoint has ${tree.hash}`,
+    );
+  });
 });

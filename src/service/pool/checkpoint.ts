@@ -14,6 +14,8 @@ interface Packed {
   v: 1;
   count: number;
   trees: string[];
+  /** Per entry of `trees`: the compiled tree's hash (a hot reload makes a new version under the same name). */
+  hashes: string[];
   treeOf: Uint16Array;
   slots: Int32Array;
   ids: PackedColumn;
@@ -118,6 +120,7 @@ export function packAgents(agents: ReadonlyArray<Agent | null>, fields: readonly
     numbersLength += a.slots.length;
   }
   const trees: string[] = [];
+  const hashes: string[] = [];
   const treeIndex = new Map<CompiledTree, number>();
   const keysOf: Array<readonly string[]> = [];
   const ids = new ColumnWriter(count);
@@ -127,6 +130,7 @@ export function packAgents(agents: ReadonlyArray<Agent | null>, fields: readonly
     v: 1,
     count,
     trees,
+    hashes,
     treeOf: new Uint16Array(count),
     slots: new Int32Array(count),
     labels: [],
@@ -147,6 +151,7 @@ export function packAgents(agents: ReadonlyArray<Agent | null>, fields: readonly
     if (t === undefined) {
       t = trees.length;
       trees.push(a.tree.name);
+      hashes.push(a.tree.hash);
       treeIndex.set(a.tree, t);
       keysOf.push([...a.tree.blackboardKeys]);
     }
@@ -184,9 +189,12 @@ export function packAgents(agents: ReadonlyArray<Agent | null>, fields: readonly
 export function unpackAgents(bytes: Uint8Array, fields: readonly string[] | null, trees: { get(name: string): CompiledTree | undefined }): { agents: Array<[number, Agent]>; world: unknown } {
   const p = deserialize(bytes) as Packed;
   if (p.v !== 1) throw new Error(`unsupported checkpoint version ${String(p.v)}`);
-  const compiled = p.trees.map((name) => {
+  const compiled = p.trees.map((name, i) => {
     const tree = trees.get(name);
     if (tree === undefined) throw new Error(`host has no tree '${name}'`);
+    // A reload between the checkpoint and the crash (or an agent kept on an older version): the state's layout
+    // belongs to another version, so restoring it would misread it. Refuse; recovery then reports the agents lost.
+    if (tree.hash !== p.hashes[i]) throw new Error(`tree '${name}' is version ${tree.hash} here, the checkpoint has ${String(p.hashes[i])}`);
     return { tree, keys: [...tree.blackboardKeys] };
   });
   const agents: Array<[number, Agent]> = [];

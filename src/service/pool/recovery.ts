@@ -87,6 +87,15 @@ export class RecoveryJournal {
     }
   }
 
+  /**
+   * New tree versions were installed (hot reload): every session's next tick takes a checkpoint, so that the
+   * window in which a crash finds a checkpoint of the older versions (which cannot be restored: agents lost,
+   * as before recovery existed) is one tick long.
+   */
+  treesChanged(): void {
+    for (const logs of this.hosts) for (const log of logs.values()) log.requestedAt = -Infinity;
+  }
+
   /** A checkpoint request `req` left for `session` on `host` after the tick of session time `time`: it covers every order logged so far. */
   requested(host: number, session: string, req: number, time: number): void {
     const log = this.hosts[host]!.get(session);

@@ -188,6 +188,7 @@ export class WorkerPool extends PoolRouter {
     }
     this.definitions = defs;
     this.hashes = hashes;
+    this.journal?.treesChanged();
     this.threads.forEach((t, i) => {
       if (t.gone) return;
       const order: TreesOrder = { t: 'trees', defs, restart: restart[i] ?? [] };
