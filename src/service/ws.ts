@@ -327,7 +327,7 @@ class Connection implements LiveConnection, SessionOutput {
       if (parsed.code === ErrorCode.E_VERSION) {
         this.refuse(parsed.code, parsed.message, parsed.re);
         this.close(CloseCode.protocolError);
-      } else if ((parsed.code === ErrorCode.E_BAD_FIELD || parsed.code === ErrorCode.E_LIMIT) && parsed.message.startsWith('hello.')) {
+      } else if (parsed.field?.startsWith('hello.') === true) {
         // A hello with a bad field: say which, and wait for a better hello.
         this.invalid(parsed.code, parsed.message, parsed.re);
       } else {
