@@ -23,11 +23,11 @@ import {
   type SnapshotMessage,
 } from '../protocol/index.js';
 import type { LiveConnection, ServiceContext } from './context.js';
-import { fieldWarnings } from './fieldWarnings.js';
-import { HttpErrorCode } from './http.js';
-import { Outbox, OutboxBudget } from './outbox.js';
-import { TokenBucket } from './rate.js';
-import { SnapshotRefused, type Session, type SessionOutput, type TreesNotice } from './session.js';
+import { fieldWarnings } from './sessions/fieldWarnings.js';
+import { HttpErrorCode } from './http/http.js';
+import { Outbox, OutboxBudget } from './sessions/outbox.js';
+import { TokenBucket } from './http/rate.js';
+import { SnapshotRefused, type Session, type SessionOutput, type TreesNotice } from './sessions/session.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 64;
