@@ -14,11 +14,11 @@ import { pino } from 'pino';
 import { RowWriter } from '../src/client/index.js';
 import { encode, encodeDecisions, parseClientFrame, type SnapshotMessage } from '../src/protocol/index.js';
 import { RecordingWriter } from '../src/record/index.js';
-import { loadLibrary } from '../src/service/trees.js';
+import { loadLibrary } from '../src/service/http/trees.js';
 import { Metrics } from '../src/service/metrics.js';
 import { createAgentPool } from '../src/service/pool/index.js';
-import { SessionRecorder } from '../src/service/recorder.js';
-import { Session } from '../src/service/session.js';
+import { SessionRecorder } from '../src/service/recording/recorder.js';
+import { Session } from '../src/service/sessions/session.js';
 import { FIELDS, GameWorld } from './load/world.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 

@@ -6,7 +6,7 @@ import type { CompiledExpr } from './expr/index.js';
 import type { Agent } from './agent.js';
 import type { TickStatus } from './status.js';
 
-/** The type of a declared parameter; validation checks it and the JSON Schema is generated from it. */
+/** The type of a declared parameter; params.ts holds each type's check, message wording and JSON Schema. */
 export type ParamType =
   /** A JSON number; `min`/`max` bound it; `integer` requires a whole number; `forever` also allows -1. */
   | 'number'

@@ -4,8 +4,8 @@
 import type { NodeCatalog, ServiceKind } from './catalog.js';
 import { ABORT_MODES, FORBIDDEN_NAMES } from './definition.js';
 import type { NodeKind, ParamSpec } from './node.js';
+import { PARAM_TYPES, writesSchema, type Schema } from './params.js';
 
-type Schema = Record<string, unknown>;
 
 const DRAFT = 'https://json-schema.org/draft/2020-12/schema';
 
@@ -128,41 +128,9 @@ function serviceSchema(service: ServiceKind): Schema {
   return { type: 'object', title: service.name, description: service.description, properties, required, additionalProperties: false };
 }
 
-function writesSchema(description: string): Schema {
-  return { type: 'object', description, propertyNames: { $ref: '#/$defs/key' }, additionalProperties: { $ref: '#/$defs/expression' } };
-}
-
 /** One declared parameter as JSON Schema; the same rules validate.ts applies, minus what needs context. */
 function paramSchema(spec: ParamSpec): Schema {
   const annotations: Schema = { description: spec.description };
   if (spec.default !== undefined) annotations['default'] = spec.default;
-  switch (spec.type) {
-    case 'number': {
-      const base: Schema = { type: spec.integer === true ? 'integer' : 'number' };
-      if (spec.min !== undefined) base['minimum'] = spec.min;
-      if (spec.max !== undefined) base['maximum'] = spec.max;
-      return spec.forever === true ? { ...annotations, anyOf: [{ const: -1 }, base] } : { ...base, ...annotations };
-    }
-    case 'boolean':
-      return { type: 'boolean', ...annotations };
-    case 'string':
-      return spec.required === true ? { type: 'string', minLength: 1, ...annotations } : { type: 'string', ...annotations };
-    case 'enum':
-      return { enum: [...(spec.values ?? [])], ...annotations };
-    case 'expression':
-      return { $ref: '#/$defs/expression', ...annotations };
-    case 'writes':
-      return spec.literals === true
-        ? { type: 'object', propertyNames: { $ref: '#/$defs/key' }, ...annotations }
-        : { ...writesSchema(spec.description), ...annotations };
-    case 'args':
-      return { type: 'object', propertyNames: { $ref: '#/$defs/key' }, ...annotations };
-    case 'duration': {
-      const seconds: Schema = { type: 'number', minimum: spec.min ?? 0 };
-      if (spec.max !== undefined) seconds['maximum'] = spec.max;
-      return { ...annotations, anyOf: [seconds, { type: 'array', prefixItems: [seconds, seconds], minItems: 2, maxItems: 2 }] };
-    }
-    case 'weights':
-      return { type: 'array', items: { type: 'number', minimum: 0 }, ...annotations };
-  }
+  return PARAM_TYPES[spec.type].schema(spec, annotations);
 }

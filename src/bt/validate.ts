@@ -6,6 +6,7 @@ import { ABORT_MODES, COMMON_FIELDS, FORBIDDEN_NAMES } from './definition.js';
 import { describeValue, didYouMean, listNames, TreeMsg, type TreeErrorCode, type ValidationError, type ValidationWarning } from './errors.js';
 import { checkExpression } from './expr/index.js';
 import type { NodeDefinition, NodeKind, ParamSpec } from './node.js';
+import { isObject, PARAM_TYPES, type ParamCheck } from './params.js';
 
 export type { ValidationError, ValidationWarning } from './errors.js';
 
@@ -184,7 +185,7 @@ class TreeValidator {
         const value = own(n, param);
         if (value === undefined) {
           if (spec.required === true) {
-            this.report('E_PARAM_MISSING', path, TreeMsg.paramMissing(`this ${typeName} node`, param, expected(spec)), param);
+            this.report('E_PARAM_MISSING', path, TreeMsg.paramMissing(`this ${typeName} node`, param, PARAM_TYPES[spec.type].expected(spec)), param);
             paramProblems++;
           }
           continue;
@@ -335,7 +336,7 @@ class TreeValidator {
         for (const [param, spec] of Object.entries(named.params)) {
           const value = own(s, param);
           if (value === undefined) {
-            if (spec.required === true) this.report('E_PARAM_MISSING', path, TreeMsg.paramMissing(`service '${serviceName}'`, param, expected(spec)), `${at}.${param}`);
+            if (spec.required === true) this.report('E_PARAM_MISSING', path, TreeMsg.paramMissing(`service '${serviceName}'`, param, PARAM_TYPES[spec.type].expected(spec)), `${at}.${param}`);
           } else {
             this.value(spec, value, path, `${at}.${param}`, param, this.treeScope);
           }
@@ -345,69 +346,18 @@ class TreeValidator {
   }
 
   /**
-   * Checks one parameter value against its spec; returns false if anything was reported.
-   * `field` goes in the error; `label` is how the message names it.
+   * Checks one parameter value against its spec (PARAM_TYPES holds each type's rules); returns false
+   * if anything was reported. `field` goes in the error; `label` is how the message names it.
    */
   private value(spec: ParamSpec, v: unknown, path: string, field: string, label: string, scope: KeyScope | null): boolean {
-    switch (spec.type) {
-      case 'number':
-        return this.number(spec, v, path, field, label);
-      case 'boolean':
-        return typeof v === 'boolean' || this.fail('E_PARAM_TYPE', path, TreeMsg.paramType(label, 'true or false', v), field);
-      case 'string':
-        if (typeof v !== 'string') return this.fail('E_PARAM_TYPE', path, TreeMsg.paramType(label, 'a string', v), field);
-        return v !== '' || spec.required !== true || this.fail('E_PARAM_RANGE', path, TreeMsg.emptyName(label), field);
-      case 'enum': {
-        const values = spec.values ?? [];
-        if (typeof v !== 'string') return this.fail('E_PARAM_TYPE', path, TreeMsg.paramType(label, listNames(values), v), field);
-        return values.includes(v) || this.fail('E_PARAM_RANGE', path, TreeMsg.notOneOf(label, values, v, didYouMean(v, values)), field);
-      }
-      case 'expression':
-        if (typeof v !== 'string') return this.fail('E_PARAM_TYPE', path, TreeMsg.paramType(label, 'an expression (a string)', v), field);
-        return this.expression(v, path, field);
-      case 'writes':
-        if (!isObject(v)) return this.fail('E_PARAM_TYPE', path, TreeMsg.paramType(label, 'an object of blackboard key → expression', v), field);
-        return this.writes(v, path, field, label, scope, spec.literals === true);
-      case 'args':
-        if (!isObject(v)) return this.fail('E_PARAM_TYPE', path, TreeMsg.paramType(label, 'an object of name → value', v), field);
-        return this.args(v, path, field, label);
-      case 'duration':
-        return this.duration(spec, v, path, field, label);
-      case 'weights':
-        return this.weights(v, path, field, label);
-    }
-  }
-
-  private number(spec: ParamSpec, v: unknown, path: string, field: string, label: string): boolean {
-    const whole = spec.integer === true;
-    if (typeof v !== 'number' || !Number.isFinite(v) || (whole && !Number.isInteger(v))) {
-      return this.fail('E_PARAM_TYPE', path, TreeMsg.paramType(label, whole ? 'a whole number' : 'a number', v), field);
-    }
-    if (spec.forever === true && v === -1) return true;
-    if (spec.min !== undefined && v < spec.min) {
-      return this.fail('E_PARAM_RANGE', path, spec.forever === true ? TreeMsg.atLeastOrForever(label, spec.min, v) : TreeMsg.atLeast(label, spec.min, v), field);
-    }
-    if (spec.max !== undefined && v > spec.max) return this.fail('E_PARAM_RANGE', path, TreeMsg.atMost(label, spec.max, v), field);
-    return true;
-  }
-
-  private duration(spec: ParamSpec, v: unknown, path: string, field: string, label: string): boolean {
-    const bounds = { ...spec, type: 'number' as const, integer: false, forever: false, min: spec.min ?? 0 };
-    if (typeof v === 'number') return this.number(bounds, v, path, field, label);
-    if (Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'number' && Number.isFinite(x))) {
-      const [lo, hi] = v as [number, number];
-      if (!this.number(bounds, lo, path, field, label) || !this.number(bounds, hi, path, field, label)) return false;
-      return lo <= hi || this.fail('E_PARAM_RANGE', path, TreeMsg.badInterval(label, lo, hi), field);
-    }
-    return this.fail('E_PARAM_TYPE', path, TreeMsg.paramType(label, 'seconds (a number) or [min, max]', v), field);
-  }
-
-  private weights(v: unknown, path: string, field: string, label: string): boolean {
-    if (!Array.isArray(v) || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) {
-      return this.fail('E_PARAM_TYPE', path, TreeMsg.paramType(label, 'a list of numbers, one per child', v), field);
-    }
-    const negative = (v as number[]).find((x) => x < 0);
-    return negative === undefined || this.fail('E_PARAM_RANGE', path, TreeMsg.atLeast(label, 0, negative), field);
+    const check: ParamCheck = {
+      label,
+      fail: (code, message) => this.fail(code, path, message, field),
+      expression: (source) => this.expression(source, path, field),
+      writes: (map, literals) => this.writes(map, path, field, label, scope, literals),
+      args: (map) => this.args(map, path, field, label),
+    };
+    return PARAM_TYPES[spec.type].check(check, spec, v);
   }
 
   /** A map of blackboard key → expression: keys declared in `scope` (null: not checkable), values compiled. */
@@ -542,13 +492,6 @@ class TreeValidator {
   }
 }
 
-/** A plain JSON object (what JSON.parse and YAML produce for maps), not an array, Map or class instance. */
-function isObject(v: unknown): v is JsonObject {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
-  const proto: unknown = Object.getPrototypeOf(v);
-  return proto === Object.prototype || proto === null;
-}
-
 /** An own property: `node.constructor` must not find Object's. */
 function own(o: JsonObject, key: string): unknown {
   return Object.hasOwn(o, key) ? o[key] : undefined;
@@ -560,30 +503,6 @@ function fieldsOf(kind: NodeKind): string[] {
   if (kind.category === 'composite') fields.push('children');
   if (kind.category === 'decorator') fields.push('child');
   return fields;
-}
-
-/** How a parameter's expected value reads in a message. */
-function expected(spec: ParamSpec): string {
-  switch (spec.type) {
-    case 'number':
-      return spec.integer === true ? 'a whole number' : 'a number';
-    case 'boolean':
-      return 'true or false';
-    case 'string':
-      return 'a string';
-    case 'enum':
-      return listNames(spec.values ?? []);
-    case 'expression':
-      return 'an expression';
-    case 'writes':
-      return 'an object of blackboard key → expression';
-    case 'args':
-      return 'an object of name → value';
-    case 'duration':
-      return 'seconds, or [min, max]';
-    case 'weights':
-      return 'a list of numbers, one per child';
-  }
 }
 
 /** Why `v` is not a JSON value (or holds a forbidden key), or null when it is one. */

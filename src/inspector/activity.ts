@@ -2,7 +2,7 @@
 // kept from the session's decisions only while an inspector page shows that session, then dropped.
 
 import type { AgentId } from '../bt/index.js';
-import type { TickDecisions } from '../service/tickStats.js';
+import type { TickDecisions } from '../service/sessions/tickStats.js';
 
 /** Agents with something to filter on, compact for the page. */
 export interface ActivityView {

@@ -5,7 +5,7 @@
 
 import type { AgentFrame, AgentId, WatchedFrame } from '../bt/index.js';
 import type { ServiceContext } from '../service/context.js';
-import type { Session } from '../service/session.js';
+import type { Session } from '../service/sessions/session.js';
 import { AgentActivity } from './activity.js';
 
 /** One second of one session, as the sessions view charts it. */

@@ -61,6 +61,12 @@ export interface ParseFailure {
   readonly code: ErrorCode;
   readonly message: string;
   readonly re?: number;
+  /**
+   * The JSON path of the field at fault (`hello.fields[2]`), for `E_BAD_FIELD` failures and the
+   * limit on `hello.fields`; its first segment is the message type. Callers branch on this, not
+   * on the text of `message`.
+   */
+  readonly field?: string;
 }
 
 /** The outcome of {@link parseClientFrame}. */
@@ -132,7 +138,7 @@ export function parseClientMessage(value: unknown, options?: ParseOptions): Pars
   }
   if (rawId !== undefined && re === undefined) {
     const why = typeof rawId === 'number' && Number.isInteger(rawId) ? SAFE_INTEGER_REASON : INTEGER_REASON;
-    return fail(ErrorCode.E_BAD_FIELD, Msg.badField(`${t}.id`, why));
+    return badField(`${t}.id`, why, undefined);
   }
   switch (t) {
     case 'hello':
@@ -232,7 +238,7 @@ function parseHello(m: RawMap, re: number | undefined): ParseResult {
 function checkFields(fields: unknown, re: number | undefined): ParseFailure | undefined {
   if (!Array.isArray(fields)) return badField('hello.fields', 'expected a list of strings', re);
   if (fields.length > LIMITS.maxFields) {
-    return fail(ErrorCode.E_LIMIT, Msg.listTooLong('hello.fields', fields.length, LIMITS.maxFields), re);
+    return { ...fail(ErrorCode.E_LIMIT, Msg.listTooLong('hello.fields', fields.length, LIMITS.maxFields), re), field: 'hello.fields' };
   }
   const seen = new Set<string>();
   for (let i = 0; i < fields.length; i++) {
@@ -537,5 +543,5 @@ function fail(code: ErrorCode, message: string, re?: number): ParseFailure {
 }
 
 function badField(path: string, why: string, re: number | undefined): ParseFailure {
-  return fail(ErrorCode.E_BAD_FIELD, Msg.badField(path, why), re);
+  return { ...fail(ErrorCode.E_BAD_FIELD, Msg.badField(path, why), re), field: path };
 }

@@ -6,8 +6,8 @@ import type { TreeReads } from '../protocol/index.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
 import type { AgentPool } from './pool/index.js';
-import type { Recordings } from './recordings.js';
-import type { SessionRegistry } from './sessions.js';
+import type { Recordings } from './recording/recordings.js';
+import type { SessionRegistry } from './sessions/registry.js';
 
 /** Tuning that has no environment variable: defaults suit production, tests shrink them. */
 export interface Tuning {

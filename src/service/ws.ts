@@ -23,11 +23,11 @@ import {
   type SnapshotMessage,
 } from '../protocol/index.js';
 import type { LiveConnection, ServiceContext } from './context.js';
-import { fieldWarnings } from './fieldWarnings.js';
-import { HttpErrorCode } from './http.js';
-import { Outbox, OutboxBudget } from './outbox.js';
-import { TokenBucket } from './rate.js';
-import { SnapshotRefused, type Session, type SessionOutput, type TreesNotice } from './session.js';
+import { fieldWarnings } from './sessions/fieldWarnings.js';
+import { HttpErrorCode } from './http/http.js';
+import { Outbox, OutboxBudget } from './sessions/outbox.js';
+import { TokenBucket } from './http/rate.js';
+import { SnapshotRefused, type Session, type SessionOutput, type TreesNotice } from './sessions/session.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 64;
@@ -327,7 +327,7 @@ class Connection implements LiveConnection, SessionOutput {
       if (parsed.code === ErrorCode.E_VERSION) {
         this.refuse(parsed.code, parsed.message, parsed.re);
         this.close(CloseCode.protocolError);
-      } else if ((parsed.code === ErrorCode.E_BAD_FIELD || parsed.code === ErrorCode.E_LIMIT) && parsed.message.startsWith('hello.')) {
+      } else if (parsed.field?.startsWith('hello.') === true) {
         // A hello with a bad field: say which, and wait for a better hello.
         this.invalid(parsed.code, parsed.message, parsed.re);
       } else {

@@ -4,9 +4,9 @@
 
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { decode, type ActionDecision } from '../../src/protocol/index.js';
-import { FixedClock, type ClockTick } from '../../src/service/clock.js';
-import { Outbox, OutboxBudget, type OutboundSocket } from '../../src/service/outbox.js';
-import { TokenBucket } from '../../src/service/rate.js';
+import { FixedClock, type ClockTick } from '../../src/service/sessions/clock.js';
+import { Outbox, OutboxBudget, type OutboundSocket } from '../../src/service/sessions/outbox.js';
+import { TokenBucket } from '../../src/service/http/rate.js';
 
 describe('FixedClock', () => {
   let now = 0;

@@ -4,8 +4,8 @@
 import type { ValidationError } from '../../bt/errors.js';
 import { formatError } from '../../bt/library.js';
 import { ErrorCode } from '../../protocol/index.js';
-import type { Recordings } from '../recordings.js';
-import type { SessionRegistry } from '../sessions.js';
+import type { Recordings } from '../recording/recordings.js';
+import type { SessionRegistry } from '../sessions/registry.js';
 import type { ValidationWorker } from '../validation/runner.js';
 import type { ChangeListener } from './live.js';
 

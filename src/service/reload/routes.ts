@@ -6,7 +6,7 @@ import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import { parseTreeSource } from '../../bt/library.js';
 import type { ValidationError } from '../../bt/errors.js';
 import { ErrorCode, LIMITS } from '../../protocol/index.js';
-import { HttpError, respond, sendError } from '../http.js';
+import { HttpError, respond, sendError } from '../http/http.js';
 import type { ChangeResult, LiveTrees } from './live.js';
 
 /** Tree names a PUT may create: they become file-like names everywhere (recordings, logs, the inspector). */

@@ -1,7 +1,7 @@
 // Running totals of one session's ticks (ticks, decisions, lateness, missed ticks) that a tool samples
 // to show rates; counting costs a few additions per tick, nothing per agent.
 
-import type { AgentId } from '../bt/index.js';
+import type { AgentId } from '../../bt/index.js';
 
 /** What one tick decided, as the pool returns it (docs/protocol.md, `decisions`). */
 export interface TickDecisions {

@@ -3,13 +3,13 @@
 
 import type { FastifyError, FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
-import { formatError, type TreeLibrary } from '../bt/library.js';
-import { ErrorCode, Msg } from '../protocol/index.js';
+import { formatError, type TreeLibrary } from '../../bt/library.js';
+import { ErrorCode, Msg } from '../../protocol/index.js';
 import { HttpError, respond, sendError } from './http.js';
-import { loadTrees } from './pool/load.js';
-import type { ValidationWorker } from './validation/runner.js';
-import type { LiveTrees } from './reload/live.js';
-import { problemView } from './reload/routes.js';
+import { loadTrees } from '../pool/load.js';
+import type { ValidationWorker } from '../validation/runner.js';
+import type { LiveTrees } from '../reload/live.js';
+import { problemView } from '../reload/routes.js';
 
 /** Start-up cannot go on: the message lists every problem, one per line. Exit code 1. */
 export class StartupError extends Error {

@@ -7,16 +7,16 @@ import { readdir, stat, unlink } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { FastifyPluginAsync } from 'fastify';
 import type { Logger } from 'pino';
-import type { TreeLibrary } from '../bt/library.js';
-import { ErrorCode } from '../protocol/index.js';
-import { EXTENSION, SAFE_NAME, parsePartFileName, partFileName, type TreeTable } from '../record/format.js';
-import { RecordingWriter } from '../record/writer.js';
-import type { Config } from './config.js';
-import type { ServiceContext } from './context.js';
-import { HttpError, HttpErrorCode, respond } from './http.js';
-import type { Metrics } from './metrics.js';
+import type { TreeLibrary } from '../../bt/library.js';
+import { ErrorCode } from '../../protocol/index.js';
+import { EXTENSION, SAFE_NAME, parsePartFileName, partFileName, type TreeTable } from '../../record/format.js';
+import { RecordingWriter } from '../../record/writer.js';
+import type { Config } from '../config.js';
+import type { ServiceContext } from '../context.js';
+import { HttpError, HttpErrorCode, respond } from '../http/http.js';
+import type { Metrics } from '../metrics.js';
 import { SessionRecorder } from './recorder.js';
-import type { Session } from './session.js';
+import type { Session } from '../sessions/session.js';
 
 /** The Canopy version written into recording headers. */
 export const CANOPY_VERSION = readVersion();
@@ -303,7 +303,7 @@ function stamp(): string {
 }
 
 function readVersion(): string {
-  for (const rel of ['../../package.json', '../../../package.json']) {
+  for (const rel of ['../../../package.json', '../../../../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as { name?: string; version?: string };
       if (pkg.name === 'canopy' && typeof pkg.version === 'string') return pkg.version;

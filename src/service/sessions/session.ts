@@ -15,11 +15,11 @@ import {
   type Mode,
   type SnapshotMessage,
   type SpawnAgent,
-} from '../protocol/index.js';
+} from '../../protocol/index.js';
 import { TickStats } from './tickStats.js';
 import { FixedClock, type ClockTick } from './clock.js';
-import type { Metrics } from './metrics.js';
-import type { AgentPool, Decisions, EntryError as PoolEntryError, SpawnEntry } from './pool/index.js';
+import type { Metrics } from '../metrics.js';
+import type { AgentPool, Decisions, EntryError as PoolEntryError, SpawnEntry } from '../pool/index.js';
 
 /** A fixed-mode session with nothing to say still sends an empty `decisions` this often. */
 export const HEARTBEAT_MS = 1000;
@@ -52,7 +52,7 @@ export interface TreesNotice {
 
 /**
  * Sees what a session hands the pool and what each tick decided, in that order (the flight recorder,
- * src/service/recorder.ts). Called synchronously; must not throw and must not wait.
+ * src/service/recording/recorder.ts). Called synchronously; must not throw and must not wait.
  */
 export interface SessionTap {
   spawn(entries: readonly SpawnEntry[]): void;

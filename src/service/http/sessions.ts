@@ -14,12 +14,12 @@ import {
   type DecisionsFields,
   type EntryError,
   type ParseOk,
-} from '../protocol/index.js';
-import type { ServiceContext } from './context.js';
-import { fieldWarnings } from './fieldWarnings.js';
+} from '../../protocol/index.js';
+import type { ServiceContext } from '../context.js';
+import { fieldWarnings } from '../sessions/fieldWarnings.js';
 import { HttpError, HttpErrorCode, bodyMap, respond } from './http.js';
 import { TokenBucket } from './rate.js';
-import { SnapshotRefused, type Session } from './session.js';
+import { SnapshotRefused, type Session } from '../sessions/session.js';
 
 type IdParams = { Params: { id: string } };
 

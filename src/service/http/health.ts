@@ -2,7 +2,7 @@
 // /readyz only while trees are loaded, workers are up and the service is not draining.
 
 import type { FastifyPluginAsync } from 'fastify';
-import type { ServiceContext } from './context.js';
+import type { ServiceContext } from '../context.js';
 
 export const healthRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app, { ctx }) => {
   app.get('/healthz', async () => ({ status: 'ok' }));

@@ -1,7 +1,7 @@
 // `spawned.warnings`: a session that declared `hello.fields` hears once per tree when the tree reads
 // `self` fields it did not declare (a misspelt `position` for `pos` would otherwise read null silently).
 
-import type { AgentId, SpawnAgent, SpawnWarning, TreeReads } from '../protocol/index.js';
+import type { AgentId, SpawnAgent, SpawnWarning, TreeReads } from '../../protocol/index.js';
 import type { Session } from './session.js';
 
 /** Trees already warned about, per session (weakly held: a freed session takes its set with it). */

@@ -2,13 +2,13 @@
 // request's format), errors as `{ code, message }` with the protocol's codes, and HTTP-only codes.
 
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { DecodeError, ErrorCode, HttpErrorCode, decode, encode, wireDeep } from '../protocol/index.js';
+import { DecodeError, ErrorCode, HttpErrorCode, decode, encode, wireDeep } from '../../protocol/index.js';
 
 /** MessagePack media types accepted and produced. */
 export const MSGPACK_TYPES = ['application/msgpack', 'application/x-msgpack'] as const;
 
 // The HTTP-only codes live in the protocol's one error catalog.
-export { HttpErrorCode } from '../protocol/index.js';
+export { HttpErrorCode } from '../../protocol/index.js';
 
 /** An error a route answers with `status` and `{ code, message }`. */
 export class HttpError extends Error {

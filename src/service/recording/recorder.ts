@@ -2,11 +2,11 @@
 // of src/record's format. Inputs are logged where the session hands them to the pool, ticks where they
 // start, decisions as encoded for the wire. A few buffer pushes per call; the disk is the writer's job.
 
-import { encodeDecisions, encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type SnapshotMessage } from '../protocol/index.js';
-import { hasContent, Kind } from '../record/format.js';
-import type { RecordingWriter } from '../record/writer.js';
-import type { SpawnEntry } from './pool/index.js';
-import type { SessionTap } from './session.js';
+import { encodeDecisions, encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type SnapshotMessage } from '../../protocol/index.js';
+import { hasContent, Kind } from '../../record/format.js';
+import type { RecordingWriter } from '../../record/writer.js';
+import type { SpawnEntry } from '../pool/index.js';
+import type { SessionTap } from '../sessions/session.js';
 
 /** One session's recording: a SessionTap writing to a RecordingWriter. */
 export class SessionRecorder implements SessionTap {

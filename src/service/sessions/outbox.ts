@@ -3,7 +3,7 @@
 // socket drains; past a hard cap, per socket or service-wide, the reader is told goodbye and dropped,
 // so one slow game server never grows the service's memory without bound.
 
-import { HeldDecisions, encodeDecisions, type DecisionsFields } from '../protocol/index.js';
+import { HeldDecisions, encodeDecisions, type DecisionsFields } from '../../protocol/index.js';
 
 /** The part of a `ws` WebSocket the outbox uses. */
 export interface OutboundSocket {
