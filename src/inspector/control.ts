@@ -83,6 +83,8 @@ export class InspectorControl {
     if (on) o.breaks.set(targetKey(t), t);
     else o.breaks.delete(targetKey(t));
     this.attach(session.id);
+    // The last breakpoint removed lets a held tick go.
+    if (!this.hasBreaks(session.id)) this.release(session.id);
     this.state(sink);
     return null;
   }

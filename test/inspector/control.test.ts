@@ -181,4 +181,21 @@ describe('inspector control', () => {
     // No breakpoint is left: the following tick is not held.
     expect(actionsOf(await step(game), 1)).toEqual(['patrol']);
   });
+
+  it('releases everything a page set when its heartbeats stop', { timeout: 30_000 }, async () => {
+    const { svc, game } = await service({ inspectorControl: true });
+    await step(game);
+    const page = await Page.open(svc.port);
+    const watching = await watch(page, game.session, 1);
+    page.send({ t: 'control.force', node: nodeIndex(watching, 'low'), status: 'success' });
+    page.send({ t: 'control.break', node: nodeIndex(watching, 'flee') });
+    await page.until((m) => m.t === 'control' && (m.breaks as unknown[]).length === 1);
+    const held = step(game);
+    await page.until((m) => m.t === 'control.paused');
+    // The page stays open but goes silent: after 6 s without a message the tick goes and the force is cleared.
+    expect(await page.until((m) => m.t === 'control.expired')).toMatchObject({ message: expect.stringContaining('no heartbeat') });
+    expect(actionsOf(await held, 1)).toEqual(['flee']);
+    expect(actionsOf(await step(game), 1)).toEqual(['patrol']);
+    await page.close();
+  });
 });
