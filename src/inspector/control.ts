@@ -167,8 +167,9 @@ export class InspectorControl {
     return o;
   }
 
-  /** Pages silent for longer than the timeout lose their control. */
+  /** Pages silent for longer than the timeout lose their control; a session that ended is never held. */
   private expire(): void {
+    for (const id of this.paused.keys()) if (this.ctx.sessions.get(id)?.ended !== false) this.release(id);
     const now = performance.now();
     for (const [sink, o] of this.owners) {
       if (now - o.lastBeat <= HEARTBEAT_TIMEOUT_MS) continue;
