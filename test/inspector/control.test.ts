@@ -198,4 +198,22 @@ describe('inspector control', () => {
     expect(actionsOf(await step(game), 1)).toEqual(['patrol']);
     await page.close();
   });
+
+  it('releases a held tick once its session ends', async () => {
+    const { svc, game } = await service({ inspectorControl: true, resumeGraceMs: 0 });
+    await step(game);
+    const page = await Page.open(svc.port);
+    const watching = await watch(page, game.session, 1);
+    page.send({ t: 'control.break', node: nodeIndex(watching, 'patrol') });
+    await page.until((m) => m.t === 'control');
+    page.send({ t: 'heartbeat' });
+    const held = step(game).catch(() => 'closed');
+    await page.until((m) => m.t === 'control.paused');
+    const session = game.session;
+    await game.close();
+    expect(await held).toBe('closed');
+    // The page is still open and controlling: the ended session's tick is let go anyway.
+    expect(await page.until((m) => m.t === 'control.released')).toMatchObject({ session });
+    await page.close();
+  });
 });
