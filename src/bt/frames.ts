@@ -33,6 +33,8 @@ export interface NodeFrame {
   halted?: boolean;
   /** This node's guard fired an abort this tick. */
   aborted?: boolean;
+  /** The inspector forced this node's status (fault injection, docs/inspector.md "Control"): it was not run. */
+  forced?: boolean;
   /** The guard's value if it was evaluated this tick. */
   guard?: boolean;
   /**

@@ -98,7 +98,12 @@ export const TRACE_HOOKS: TraceHooks = {
         t.current = i;
       }
       let s: TickStatus;
-      if (check !== null && (fresh || abortSelf) && !passes(a, check, guardSlot, i)) {
+      const forced = t === null ? -1 : t.forced[i]!;
+      if (forced !== -1) {
+        // Fault injection: the node is not run; a running node forced to finish halts what it started.
+        if (forced !== Status.RUNNING && !fresh) halt(a, i);
+        s = forced as TickStatus;
+      } else if (check !== null && (fresh || abortSelf) && !passes(a, check, guardSlot, i)) {
         if (!fresh) {
           if (t !== null) t.abort(i, mode);
           halt(a, i);

@@ -7,7 +7,7 @@ import { explainExpression } from './expr/explain.js';
 import type { ExprContext } from './expr/index.js';
 import type { AgentFrame, NodeFrame, TraceEvent, WhyCheck, WhyReport } from './frames.js';
 import type { TracedProgram } from './program.js';
-import { Status } from './status.js';
+import { Status, type TickStatus } from './status.js';
 import type { CheckKind } from './trace-program.js';
 
 /**
@@ -53,6 +53,8 @@ export class Tracer implements DecisionSink {
   readonly halted: Uint8Array;
   readonly aborted: Uint8Array;
   readonly guard: Int8Array;
+  /** Per node, the status the inspector forces (fault injection): -1 none, else a TickStatus. */
+  readonly forced: Int8Array;
   /** The node whose code runs now (actions and logs are attributed to it); -1 outside nodes. */
   current = -1;
   /** The session tick number of the next tick; when null, the previous tick's number + 1. */
@@ -82,8 +84,19 @@ export class Tracer implements DecisionSink {
     this.halted = new Uint8Array(n);
     this.aborted = new Uint8Array(n);
     this.guard = new Int8Array(n).fill(-1);
+    this.forced = new Int8Array(n).fill(-1);
     this.capacity = clampTicks(ticks);
     this.lastBb = cloneData(agent.bb) as Record<string, unknown>;
+  }
+
+  /**
+   * Forces node `node` to return `status` (null: runs normally again) from the next tick on, without
+   * running it. False when the node does not exist.
+   */
+  force(node: number, status: TickStatus | null): boolean {
+    if (!Number.isInteger(node) || node < 0 || node >= this.forced.length) return false;
+    this.forced[node] = status ?? -1;
+    return true;
   }
 
   /** Ring size in frames. Shrinking keeps the newest frames. */
@@ -122,6 +135,7 @@ export class Tracer implements DecisionSink {
       const f: NodeFrame = { status: STATUS[st[i]!] ?? 'idle', ticked: this.ticked[i] === 1 };
       if (this.halted[i] === 1) f.halted = true;
       if (this.aborted[i] === 1) f.aborted = true;
+      if (this.forced[i] !== -1 && this.ticked[i] === 1) f.forced = true;
       if (this.guard[i] !== -1) f.guard = this.guard[i] === 1;
       const state = states[i]?.(agent) ?? null;
       const due = serviceSlots[i];

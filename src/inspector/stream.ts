@@ -1,12 +1,15 @@
 // The inspector's data stream: one WebSocket per open page (GET /v1/inspector/ws, JSON both ways,
 // docs/inspector.md). The page subscribes to one session and watches one agent; the server pushes
-// only that, coalesced to at most 10 messages a second. Read-only: nothing here changes a session.
+// only that, coalesced to at most 10 messages a second. Read-only, but for the control messages (control.ts),
+// refused unless CANOPY_INSPECTOR_CONTROL is on and the page's API key may control.
 
 import type { FastifyPluginAsync } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { AgentFrame, AgentId } from '../bt/index.js';
 import type { TreeLibrary } from '../bt/library.js';
+import { requestKey } from '../service/auth.js';
 import type { ServiceContext } from '../service/context.js';
+import { HEARTBEAT_MS, InspectorControl, type ControlSink, type ForceStatus } from './control.js';
 import { InspectorHub, type PageSink, type SessionSample } from './hub.js';
 import { RecordingView } from './recording.js';
 import { treeView, treesView, type TreeStatus } from './views.js';
@@ -24,18 +27,36 @@ export const inspectorStream: FastifyPluginAsync<{ ctx: ServiceContext; library:
   // A getter follows hot reloads (docs/reload.md): a tree watched after a reload shows its new version.
   const library = typeof opts.library === 'function' ? opts.library : () => opts.library as TreeLibrary;
   const hub = new InspectorHub(ctx);
-  app.get('/v1/inspector/ws', { websocket: true }, (socket) => {
-    const page = new Page(socket, ctx, library, hub, opts.status);
+  const control = ctx.config.inspectorControl ? new InspectorControl(ctx) : null;
+  app.get('/v1/inspector/ws', { websocket: true }, (socket, request) => {
+    const page = new Page(socket, ctx, library, hub, opts.status, controlFor(ctx, control, requestKey(request)));
     hub.open(page);
     socket.on('close', () => {
       page.closed = true;
+      if (control !== null) void control.releaseAll(page);
       void hub.close(page);
       void page.closeRecording();
     });
   });
 };
 
+/** The control a page gets, or why it gets none (the refusal its control messages receive). */
+function controlFor(ctx: ServiceContext, control: InspectorControl | null, key: string | undefined): InspectorControl | string {
+  if (control === null) return 'inspector control is off: start the service with CANOPY_INSPECTOR_CONTROL=true (development only)';
+  const keys = ctx.config.apiKeys;
+  if (keys.length > 0 && (key === undefined || !ctx.config.inspectorControlKeys.includes(key))) {
+    return 'this API key may not use the inspector control: list it in CANOPY_INSPECTOR_CONTROL_KEYS';
+  }
+  return control;
+}
+
+const FORCE_NAMES: ReadonlySet<unknown> = new Set(['success', 'failure', 'running', null]);
+
 type Incoming =
+  | { t: 'control.force'; node: number; status: ForceStatus | null }
+  | { t: 'control.break'; node: number; on?: boolean }
+  | { t: 'control.release' }
+  | { t: 'heartbeat' }
   | { t: 'session'; session: string | null }
   | { t: 'agents' }
   | { t: 'activity' }
@@ -51,7 +72,7 @@ type Incoming =
   | { t: 'trees' };
 
 /** One open page. */
-class Page implements PageSink {
+class Page implements PageSink, ControlSink {
   closed = false;
   private session: string | null = null;
   private watched: { session: string; agent: AgentId } | null = null;
@@ -69,7 +90,8 @@ class Page implements PageSink {
     private readonly ctx: ServiceContext,
     private readonly trees: () => TreeLibrary,
     private readonly hub: InspectorHub,
-    private readonly status?: TreeStatus,
+    private readonly status: TreeStatus | undefined,
+    private readonly controller: InspectorControl | string,
   ) {
     socket.on('message', (data, isBinary) => {
       if (isBinary || (data as Buffer).length > MAX_MESSAGE) return this.send({ t: 'error', message: 'messages are JSON text of at most 4 KiB' });
@@ -83,7 +105,39 @@ class Page implements PageSink {
         this.send({ t: 'error', message: err instanceof Error ? err.message : String(err) });
       });
     });
-    this.send({ t: 'hello', trees: treesView(trees(), status), sessions: this.sessionsNow() });
+    const controlOn = typeof controller !== 'string';
+    this.send({ t: 'hello', trees: treesView(trees(), status), sessions: this.sessionsNow(), control: controlOn ? { heartbeatMs: HEARTBEAT_MS } : null });
+  }
+
+  control(msg: Record<string, unknown>): void {
+    this.send(msg);
+  }
+
+  /** The control messages: refused (code E_UNAUTHORIZED) unless control is on for this page. */
+  private async handleControl(msg: Incoming & { t: `control.${string}` | 'heartbeat' }): Promise<void> {
+    const control = this.controller;
+    if (typeof control === 'string') return this.send({ t: 'error', code: 'E_UNAUTHORIZED', request: msg.t, message: control });
+    control.beat(this);
+    if (msg.t === 'heartbeat') return;
+    const w = this.watched;
+    if (msg.t === 'control.release') {
+      if (this.session !== null) control.release(this.session);
+      return;
+    }
+    if (w === null) return this.send({ t: 'error', request: msg.t, message: 'watch an agent first: control acts on the watched agent' });
+    if (typeof msg.node !== 'number' || !Number.isInteger(msg.node) || msg.node < 0) {
+      return this.send({ t: 'error', request: msg.t, message: `${msg.t}.node: expected a node index (integer ≥ 0)` });
+    }
+    let problem: string | null;
+    if (msg.t === 'control.force') {
+      if (!FORCE_NAMES.has(msg.status)) return this.send({ t: 'error', request: msg.t, message: 'control.force.status: expected "success", "failure", "running" or null' });
+      problem = await control.force(this, w.session, w.agent, msg.node, msg.status);
+    } else {
+      const session = this.live(w.session);
+      if (session === undefined) return this.send({ t: 'error', request: msg.t, message: `no session ${w.session}` });
+      problem = control.setBreak(this, session, w.agent, msg.node, msg.on !== false);
+    }
+    if (problem !== null) this.send({ t: 'error', request: msg.t, message: problem });
   }
 
   samples(list: readonly SessionSample[], t: number): void {
@@ -111,6 +165,11 @@ class Page implements PageSink {
   private async handle(msg: Incoming): Promise<void> {
     if (typeof msg !== 'object' || msg === null) return this.send({ t: 'error', message: 'expected an object with t' });
     switch (msg.t) {
+      case 'control.force':
+      case 'control.break':
+      case 'control.release':
+      case 'heartbeat':
+        return this.handleControl(msg);
       case 'session': {
         ++this.watchRequest;
         await this.stopWatching();
@@ -241,6 +300,8 @@ class Page implements PageSink {
     const w = this.watched;
     this.watched = null;
     this.pending = [];
+    // Control acts on the watched agent: watching another one (or none) undoes what this page set.
+    if (w !== null && typeof this.controller !== 'string') await this.controller.releaseAll(this);
     if (w !== null) await this.hub.unwatch(this, w.session, w.agent);
   }
 

@@ -58,6 +58,10 @@ export interface Config {
   readonly watch: boolean;
   /** What a reload does to agents already running on a changed tree (a spawn's `reload` field wins). */
   readonly reload: 'restart' | 'keep';
+  /** The inspector's control (breakpoints, fault injection): development only, off by default. */
+  readonly inspectorControl: boolean;
+  /** API keys that may use the inspector's control (also listed in apiKeys); when apiKeys are set, control needs one of these. */
+  readonly inspectorControlKeys: readonly string[];
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -97,6 +101,8 @@ export function defaultConfig(): Config {
     maxValidateBytes: 1024 * 1024,
     watch: true,
     reload: 'restart',
+    inspectorControl: false,
+    inspectorControlKeys: [],
   };
 }
 
@@ -132,6 +138,8 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   maxValidateBytes: (raw, name) => ({ maxValidateBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
   watch: (raw, name) => ({ watch: boolean(raw, name) }),
   reload: (raw, name) => ({ reload: reloadPolicy(raw, name) }),
+  inspectorControl: (raw, name) => ({ inspectorControl: boolean(raw, name) }),
+  inspectorControlKeys: (raw) => ({ inspectorControlKeys: raw.split(',').map((k) => k.trim()).filter((k) => k.length > 0) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */
@@ -185,7 +193,7 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
 
 /** The settings as one line of JSON for the start-up log, API keys masked. */
 export function redactConfig(config: Config): Record<string, unknown> {
-  return { ...config, apiKeys: config.apiKeys.map(() => '***') };
+  return { ...config, apiKeys: config.apiKeys.map(() => '***'), inspectorControlKeys: config.inspectorControlKeys.map(() => '***') };
 }
 
 function integer(raw: string, name: string, min: number, max: number): number {

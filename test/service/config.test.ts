@@ -82,6 +82,8 @@ describe('parseConfig', () => {
       CANOPY_MAX_VALIDATE_BYTES: '4096',
       CANOPY_WATCH: 'false',
       CANOPY_RELOAD: 'keep',
+      CANOPY_INSPECTOR_CONTROL: 'true',
+      CANOPY_INSPECTOR_CONTROL_KEYS: 'b, c',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -112,6 +114,8 @@ describe('parseConfig', () => {
       maxValidateBytes: 4096,
       watch: false,
       reload: 'keep',
+      inspectorControl: true,
+      inspectorControlKeys: ['b', 'c'],
     });
   });
 
@@ -171,6 +175,8 @@ describe('parseConfig', () => {
       'CANOPY_MAX_VALIDATE_BYTES',
       'CANOPY_WATCH',
       'CANOPY_RELOAD',
+      'CANOPY_INSPECTOR_CONTROL',
+      'CANOPY_INSPECTOR_CONTROL_KEYS',
     ]);
   });
 
@@ -188,5 +194,6 @@ describe('parseConfig', () => {
 
   test('API keys never reach the logs', () => {
     expect(redactConfig(parseConfig([], { CANOPY_API_KEYS: 'secret' })).apiKeys).toEqual(['***']);
+    expect(redactConfig(parseConfig([], { CANOPY_INSPECTOR_CONTROL_KEYS: 'secret' })).inspectorControlKeys).toEqual(['***']);
   });
 });

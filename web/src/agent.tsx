@@ -2,6 +2,7 @@
 // tick, its data, the why of that tick and its timeline.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { ControlBar } from './control';
 import { TreeGraph } from './graph';
 import { Blackboard, NodeActivity, Observation, Timeline, Waiting, Why } from './panels';
 import { store, type State } from './store';
@@ -92,6 +93,7 @@ export function AgentView({ s }: { s: State }) {
       ) : (
         <>
           <Scrubber frames={s.frames} shown={frame} live={live} recorded={s.view === 'recordings'} />
+          <ControlBar s={s} picked={picked} />
           <div class="graph-box">
             <input class="node-search" type="search" placeholder="Find a node" value={find} onInput={(e) => setFind((e.target as HTMLInputElement).value)} />
             <TreeGraph tree={tree} frame={frame.nodes} onPick={setPicked} picked={picked} marks={marks} find={find} />

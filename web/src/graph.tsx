@@ -105,6 +105,7 @@ export function TreeGraph({ tree, frame, marks, onPick, picked, find }: {
           f !== undefined && !f.ticked ? 'faded' : '',
           f?.halted === true ? 'halted' : '',
           f?.aborted === true ? 'aborted' : '',
+          f?.forced === true ? 'forced' : '',
           marks?.has(index) === true ? 'marked' : '',
           picked === index ? 'picked' : '',
           found(node) ? 'found' : '',
@@ -115,7 +116,7 @@ export function TreeGraph({ tree, frame, marks, onPick, picked, find }: {
         const hidden = collapsed.has(index) ? node.children.length : 0;
         return (
           <g class={cls} key={index} transform={`translate(${n.x - W / 2},${n.y})`} data-node={index} onClick={() => onPick?.(index)}>
-            <title>{`${node.path}${f !== undefined ? ` — ${f.status}${f.ticked ? '' : ' (not ticked this tick)'}${f.halted ? ', halted' : ''}${f.aborted ? ', aborted' : ''}` : ''}`}</title>
+            <title>{`${node.path}${f !== undefined ? ` — ${f.status}${f.ticked ? '' : ' (not ticked this tick)'}${f.halted ? ', halted' : ''}${f.aborted ? ', aborted' : ''}${f.forced === true ? ', forced by the inspector' : ''}` : ''}`}</title>
             <rect class="box" width={W} height={H} rx={7} />
             <text class="title" x={10} y={18}>{title}</text>
             {kind !== '' && <text class="kind" x={W - 8} y={18} text-anchor="end">{kind}</text>}

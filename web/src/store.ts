@@ -49,6 +49,22 @@ export interface State {
   activity: Activity | null;
   /** Tick to show once the next ring arrives (a what-if divergence picked). */
   pendingSeek: number | null;
+  /** The development-only control (docs/inspector.md "Control"): null when the service refuses it to this page. */
+  control: { heartbeatMs: number } | null;
+  /** What this page forces and breaks on, and the ticks held. */
+  controlState: ControlState;
+}
+
+export interface ControlTarget {
+  session: string;
+  agent: AgentId;
+  node: number;
+}
+
+export interface ControlState {
+  forces: Array<ControlTarget & { status: 'success' | 'failure' | 'running' }>;
+  breaks: ControlTarget[];
+  paused: Array<{ session: string; tick: number; agent: AgentId; node: number }>;
 }
 
 type Listener = () => void;
@@ -75,7 +91,10 @@ class Store {
     whatif: null,
     pendingSeek: null,
     activity: null,
+    control: null,
+    controlState: { forces: [], breaks: [], paused: [] },
   };
+  private heartbeat: ReturnType<typeof setInterval> | null = null;
   private listeners = new Set<Listener>();
   private socket: WebSocket | null = null;
   private retry = 0;
@@ -112,6 +131,29 @@ class Store {
       this.set({ connected: false });
       setTimeout(() => this.connect(), Math.min(5000, 250 * 2 ** this.retry++));
     });
+  }
+
+  /** Forces node `node` of the watched agent (null: clears). */
+  force(node: number, status: 'success' | 'failure' | 'running' | null): void {
+    this.send({ t: 'control.force', node, status });
+  }
+
+  /** Sets or removes a breakpoint on node `node` of the watched agent. */
+  breakAt(node: number, on: boolean): void {
+    this.send({ t: 'control.break', node, on });
+  }
+
+  /** Releases the held tick of the shown session. */
+  release(): void {
+    this.send({ t: 'control.release' });
+  }
+
+  /** While control is on, tells the service this page is alive (else it releases everything after 6 s). */
+  private startHeartbeat(): void {
+    if (this.heartbeat !== null) clearInterval(this.heartbeat);
+    this.heartbeat = null;
+    const c = this.state.control;
+    if (c !== null) this.heartbeat = setInterval(() => this.send({ t: 'heartbeat' }), c.heartbeatMs);
   }
 
   send(msg: Record<string, unknown>): void {
@@ -200,7 +242,8 @@ class Store {
   private receive(msg: Record<string, unknown>): void {
     switch (msg.t) {
       case 'hello':
-        this.set({ trees: msg.trees as TreeView[], sessions: msg.sessions as SessionSample[] });
+        this.set({ trees: msg.trees as TreeView[], sessions: msg.sessions as SessionSample[], control: (msg.control as State['control']) ?? null });
+        this.startHeartbeat();
         return this.followLink();
       case 'trees':
         return this.set({ trees: msg.trees as TreeView[] });
@@ -255,6 +298,19 @@ class Store {
       }
       case 'push':
         return this.push(msg);
+      case 'control':
+        return this.set({ controlState: { forces: msg.forces as ControlState['forces'], breaks: msg.breaks as ControlState['breaks'], paused: msg.paused as ControlState['paused'] } });
+      case 'control.paused': {
+        const c = this.state.controlState;
+        const p = { session: msg.session as string, tick: msg.tick as number, agent: msg.agent as AgentId, node: msg.node as number };
+        return this.set({ controlState: { ...c, paused: [...c.paused.filter((x) => x.session !== p.session), p] } });
+      }
+      case 'control.released': {
+        const c = this.state.controlState;
+        return this.set({ controlState: { ...c, paused: c.paused.filter((x) => x.session !== msg.session) } });
+      }
+      case 'control.expired':
+        return this.set({ controlState: { forces: [], breaks: [], paused: [] }, error: String(msg.message) });
       case 'error':
         return this.set({ error: String(msg.message), opening: null });
     }

@@ -45,6 +45,8 @@ export interface NodeFrame {
   ticked: boolean;
   halted?: boolean;
   aborted?: boolean;
+  /** Forced by the inspector control (not run). */
+  forced?: boolean;
   guard?: boolean;
   state?: Record<string, number>;
 }

@@ -323,6 +323,9 @@ function inspectorRequest(s: HostSession | undefined, msg: InspectorOrder): From
       return { t: 'frames', req: msg.req, frames: agent?.trace?.frames(msg.since ?? undefined) ?? [] };
     case 'why':
       return { t: 'why', req: msg.req, report: agent === null ? null : (agent.trace?.why(agent, msg.tick) ?? null) };
+    case 'force':
+      // Only a watched agent runs the traced program that honours forced statuses: others cannot be forced.
+      return { t: 'forced', req: msg.req, ok: agent?.trace?.force(msg.node, msg.status) ?? false };
   }
 }
 

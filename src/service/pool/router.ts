@@ -492,6 +492,17 @@ export abstract class PoolRouter implements AgentPool {
     return reply.t === 'why' ? reply.report : null;
   }
 
+  /**
+   * Inspector control: node `node` of watched agent `agent` returns `status` (1 success, 2 failure, 3 running;
+   * null: runs normally) from its next tick on. False when the agent is not watched or the node is unknown.
+   */
+  async force(session: string, agent: AgentId, node: number, status: 1 | 2 | 3 | null): Promise<boolean> {
+    const r = this.sessions.get(session)?.routes.get(agent);
+    if (r === undefined || !this.up[r.host]) return false;
+    const reply = await this.request(r.host, { t: 'force', req: this.nextReq++, session, slot: r.slot, node, status }, []);
+    return reply.t === 'forced' && reply.ok;
+  }
+
   /** Hands a tick's frames to onFrames; a listener that throws is logged, never fails the tick. */
   private deliverFrames(session: string, frames: WatchedFrame[]): void {
     const listener = this.onFrames;

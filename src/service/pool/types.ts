@@ -228,6 +228,12 @@ export interface AgentPool {
   /** The why of one tick still in the agent's ring buffer; null if it has left it (or the agent is not watched). */
   why(session: string, agent: AgentId, tick: number): Promise<WhyReport | null>;
   /**
+   * Inspector control (fault injection): node `node` of watched agent `agent` returns `status` (1 success,
+   * 2 failure, 3 running; null: runs normally) from its next tick on, without running. Unwatched agents of the
+   * same tree are unaffected. False when the agent is not watched or the node is unknown.
+   */
+  force(session: string, agent: AgentId, node: number, status: 1 | 2 | 3 | null): Promise<boolean>;
+  /**
    * Called on the main thread after each session tick with the newest frame of each watched agent of that
    * session (not called when the session has none). Frames of watched agents ride on the tick reply.
    * Unwatching is automatic when the agent is despawned, lost or its session ends.

@@ -100,7 +100,9 @@ export type InspectorOrder =
   | { t: 'watch'; req: number; session: string; slot: number; ticks: number }
   | { t: 'unwatch'; session: string; slot: number }
   | { t: 'frames'; req: number; session: string; slot: number; since: number | null }
-  | { t: 'why'; req: number; session: string; slot: number; tick: number };
+  | { t: 'why'; req: number; session: string; slot: number; tick: number }
+  /** Fault injection (inspector control): node `node` of a watched agent returns `status` (null: clear). */
+  | { t: 'force'; req: number; session: string; slot: number; node: number; status: 1 | 2 | 3 | null };
 
 /**
  * A reload (reload.ts): the whole new set of tree definitions (the host compiles them with its catalog) and,
@@ -134,6 +136,7 @@ export type FromHost =
   | { t: 'watching'; req: number; ok: boolean }
   | { t: 'frames'; req: number; frames: AgentFrame[] }
   | { t: 'why'; req: number; report: WhyReport | null }
+  | { t: 'forced'; req: number; ok: boolean }
   | { t: 'failed'; req: number; message: string }
   | CheckpointReply;
 

@@ -133,6 +133,8 @@ export class Session {
   private closed = false;
   /** The flight recorder while the session is recorded. */
   recorder: SessionTap | null = null;
+  /** Inspector control (breakpoints, src/inspector/control.ts): may hold a lockstep tick's decisions until released. */
+  hold: ((tick: number) => Promise<void> | null) | null = null;
 
   constructor(host: SessionHost, options: SessionOptions) {
     this.host = host;
@@ -295,6 +297,7 @@ export class Session {
     const dt = this.lastTime === undefined ? 0 : time - this.lastTime;
     this.lastTime = time;
     const decisions = await this.runTick(msg.tick, time, dt);
+    await this.hold?.(msg.tick);
     return { decisions, errors };
   }
 
