@@ -4,7 +4,7 @@
 
 import type { AgentId, WatchedFrame } from '../bt/index.js';
 import type { ServiceContext } from '../service/context.js';
-import type { Session } from '../service/session.js';
+import type { Session } from '../service/sessions/session.js';
 
 /** The page sends a heartbeat this often while it controls something, ms. */
 export const HEARTBEAT_MS = 2000;

@@ -7,7 +7,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { AgentFrame, AgentId } from '../bt/index.js';
 import type { TreeLibrary } from '../bt/library.js';
-import { requestKey } from '../service/auth.js';
+import { requestKey } from '../service/http/auth.js';
 import type { ServiceContext } from '../service/context.js';
 import { HEARTBEAT_MS, InspectorControl, type ControlSink, type ForceStatus } from './control.js';
 import { InspectorHub, type PageSink, type SessionSample } from './hub.js';
