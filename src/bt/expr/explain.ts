@@ -4,9 +4,9 @@
 import type { WhyTerm } from '../frames.js';
 import type { ExprContext } from './index.js';
 import { parse, type Expr } from './parser.js';
-import { HELPERS } from './runtime.js';
+import { BINARY, HELPERS } from './runtime.js';
 
-const { nn, get, at, bbGet, bbAt, eq, lt, le, gt, ge, add, sub, mul, div, mod, neg, num, min2, max2, nearest } = HELPERS;
+const { nn, get, at, bbGet, bbAt, sub, neg, num, min2, max2, nearest } = HELPERS;
 
 /**
  * Evaluates `source` against `c` the way the compiled expression does (same helpers, same rules) and
@@ -87,19 +87,6 @@ function object(o: Expr, evaluated: WhyTerm, c: ExprContext): unknown {
   return evaluated.value;
 }
 
-const BINARY: Readonly<Record<string, (a: unknown, b: unknown) => unknown>> = {
-  '==': eq,
-  '!=': (a, b) => !eq(a, b),
-  '<': lt,
-  '<=': le,
-  '>': gt,
-  '>=': ge,
-  '+': add,
-  '-': sub,
-  '*': mul,
-  '/': div,
-  '%': mod,
-};
 
 function call(e: Extract<Expr, { kind: 'call' }>, c: ExprContext): WhyTerm {
   if (e.name === 'rand') return skipped(e);

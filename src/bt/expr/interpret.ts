@@ -2,27 +2,14 @@
 // compiler.ts. Used where strings may not become code (node --disallow-code-generation-from-strings).
 
 import type { CompiledExpr, ExprContext } from './index.js';
-import type { BinaryOp, Expr } from './parser.js';
-import { HELPERS } from './runtime.js';
+import type { Expr } from './parser.js';
+import { BINARY, HELPERS } from './runtime.js';
 
 type Eval = (c: ExprContext) => unknown;
 
-const { nn, get, at, bbGet, bbAt, eq, lt, le, gt, ge, add, sub, mul, div, mod, neg, num, min2, max2, nearest } = HELPERS;
+const { nn, get, at, bbGet, bbAt, neg, num, min2, max2, nearest } = HELPERS;
 const CALLS = HELPERS as unknown as Readonly<Record<string, (...args: unknown[]) => unknown>>;
 
-const BINARY: Readonly<Record<BinaryOp, (a: unknown, b: unknown) => unknown>> = {
-  '==': eq,
-  '!=': (a, b) => !eq(a, b),
-  '<': lt,
-  '<=': le,
-  '>': gt,
-  '>=': ge,
-  '+': add,
-  '-': sub,
-  '*': mul,
-  '/': div,
-  '%': mod,
-};
 
 /**
  * The closure form of `e`. `folded` holds the values of root-free subexpressions computed at load time

@@ -1,6 +1,8 @@
 // Helpers called by compiled expressions: null-safe reads, operators and the function library.
 // Hot path: small monomorphic functions V8 inlines; no allocation, no exceptions, never undefined.
 
+import type { BinaryOp } from './parser.js';
+
 const hasOwn = Object.hasOwn;
 const getPrototypeOf = Object.getPrototypeOf;
 const isArray = Array.isArray;
@@ -285,3 +287,21 @@ export const HELPERS = {
 
 /** Name of a runtime helper. */
 export type HelperName = keyof typeof HELPERS;
+
+/**
+ * Each binary operator as a function of its two values: the closure interpreter (interpret.ts) and the why
+ * (explain.ts) share it, so they apply exactly the rules the generated code calls in HELPERS.
+ */
+export const BINARY: Readonly<Record<BinaryOp, (a: unknown, b: unknown) => unknown>> = {
+  '==': eq,
+  '!=': (a, b) => !eq(a, b),
+  '<': lt,
+  '<=': le,
+  '>': gt,
+  '>=': ge,
+  '+': add,
+  '-': sub,
+  '*': mul,
+  '/': div,
+  '%': mod,
+};
