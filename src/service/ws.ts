@@ -393,10 +393,12 @@ class Connection implements LiveConnection, SessionOutput {
 
   private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number, raw: Buffer): Promise<void> {
     let decisions: DecisionsFields;
+    let encoded: Buffer | undefined;
     try {
       const out = await session.lockstep(msg, raw);
       this.entryErrors([...refused, ...out.errors], omitted, msg.id);
       decisions = out.decisions;
+      encoded = out.encoded; // the recorder's bytes of this frame, when the session is recorded
     } catch (err) {
       if (err instanceof SnapshotRefused) {
         this.entryErrors(refused, omitted, msg.id);
@@ -408,7 +410,7 @@ class Connection implements LiveConnection, SessionOutput {
       decisions = { tick: msg.tick, basedOn: session.basedOn };
     }
     if (!session.isAttachedTo(this)) return;
-    this.outbox.send(encodeDecisions(decisions), 'decisions');
+    this.outbox.send(encoded ?? encodeDecisions(decisions), 'decisions');
     // Lockstep backpressure: stop reading snapshots until the client has read its decisions.
     if (this.outbox.congested) this.setPaused('congestion', true);
   }

@@ -63,10 +63,12 @@ export class SessionRecorder implements SessionTap {
     this.writer.tick(tick, time, dt, basedOn ?? null);
   }
 
-  decisions(d: DecisionsFields): void {
+  decisions(d: DecisionsFields): Buffer | undefined {
     // Fixed mode sends nothing for a tick with nothing to say (a heartbeat is not a tick's output).
-    if (!this.fixed || hasContent(d)) this.writer.bytes(Kind.DECISIONS, encodeDecisions(d));
+    const bytes = !this.fixed || hasContent(d) ? encodeDecisions(d) : undefined;
+    if (bytes !== undefined) this.writer.bytes(Kind.DECISIONS, bytes);
     this.writer.tickEnded();
+    return bytes;
   }
 
   ended(): void {

@@ -63,7 +63,8 @@ export interface SessionTap {
   snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void;
   /** A tick starts now: inputs before this call take effect in it, inputs after it in the next one. */
   tick(tick: number, time: number, dt: number, basedOn: number | undefined): void;
-  decisions(d: DecisionsFields): void;
+  /** The tick's decisions; returns the frame when it encoded one, so a lockstep connection sends those bytes (encoded once). */
+  decisions(d: DecisionsFields): Buffer | undefined;
   ended(): void;
 }
 
@@ -89,6 +90,13 @@ export interface SessionOptions {
 /** What applying a snapshot (or a `result` message) refused, entry by entry. */
 export interface ApplyOutcome {
   readonly errors: readonly EntryError[];
+}
+
+/** A lockstep tick's answer: its decisions, the snapshot's refused entries, and the decisions frame when the recorder already encoded it. */
+export interface LockstepOutcome {
+  readonly decisions: DecisionsFields;
+  readonly errors: EntryError[];
+  readonly encoded?: Buffer;
 }
 
 /** A lockstep snapshot was refused as a whole (it is not ticked). */
@@ -275,13 +283,13 @@ export class Session {
    * snapshot's tick), and the per-entry errors of the snapshot.
    * @throws {SnapshotRefused} when `time` is missing or goes backwards (nothing is applied).
    */
-  lockstep(msg: SnapshotMessage, raw?: Uint8Array): Promise<{ decisions: DecisionsFields; errors: EntryError[] }> {
+  lockstep(msg: SnapshotMessage, raw?: Uint8Array): Promise<LockstepOutcome> {
     const run = this.tail.then(() => this.lockstepNow(msg, raw));
     this.tail = run.catch(() => undefined);
     return run;
   }
 
-  private async lockstepNow(msg: SnapshotMessage, raw: Uint8Array | undefined): Promise<{ decisions: DecisionsFields; errors: EntryError[] }> {
+  private async lockstepNow(msg: SnapshotMessage, raw: Uint8Array | undefined): Promise<LockstepOutcome> {
     if (this.closed) throw new SnapshotRefused(ErrorCode.E_BAD_FIELD, 'the session has ended');
     const time = msg.time;
     if (time === undefined) {
@@ -296,9 +304,9 @@ export class Session {
     const errors = this.applySnapshot(msg, raw);
     const dt = this.lastTime === undefined ? 0 : time - this.lastTime;
     this.lastTime = time;
-    const decisions = await this.runTick(msg.tick, time, dt);
+    const { decisions, encoded } = await this.runTick(msg.tick, time, dt);
     await this.hold?.(msg.tick);
-    return { decisions, errors };
+    return encoded === undefined ? { decisions, errors } : { decisions, errors, encoded };
   }
 
   private async fixedTick(t: ClockTick): Promise<void> {
@@ -308,7 +316,7 @@ export class Session {
     metrics.tickLateness.observe(t.lateMs / 1000);
     let d: DecisionsFields;
     try {
-      d = await this.runTick(t.n, t.time, t.dt);
+      d = (await this.runTick(t.n, t.time, t.dt)).decisions;
     } catch (err) {
       // A worker crashed: its agents are reported as E_INTERNAL in the next tick's decisions.
       this.host.logger.warn({ err, session: this.id, tick: t.n }, 'tick failed');
@@ -346,7 +354,7 @@ export class Session {
   }
 
   /** Ticks every agent once; counts the tick and what it decided. */
-  private async runTick(tick: number, time: number, dt: number): Promise<DecisionsFields> {
+  private async runTick(tick: number, time: number, dt: number): Promise<{ decisions: DecisionsFields; encoded: Buffer | undefined }> {
     const metrics = this.host.metrics;
     const basedOn = this.basedOn;
     const started = performance.now();
@@ -371,8 +379,7 @@ export class Session {
       done: d.done,
       errors: d.errors as DecisionsFields['errors'],
     };
-    this.recorder?.decisions(decisions);
-    return decisions;
+    return { decisions, encoded: this.recorder?.decisions(decisions) };
   }
 
   /** Agents the session has now. */
