@@ -402,7 +402,7 @@ export class CanopyClient extends Emitter<ClientEvents> {
         return;
       }
       case 'trees': {
-        const { t: _t, ...fields } = m as unknown as TreesMessage;
+        const { t: _t, ...fields } = m;
         this.emit('trees', fields);
         return;
       }
