@@ -11,6 +11,7 @@ import { packAgents, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
+import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
 
 /** Where a host finds compiled trees by name (a TreeLibrary). */
@@ -89,9 +90,9 @@ export class AgentHost {
   private trees: TreeLookup;
   private readonly sessions = new Map<string, HostSession>();
   /** Counts agents ticked for the stall watchdog (worker threads only). */
-  private readonly progress: { step(): void; ticking(req: number, slot: number): void } | null;
+  private readonly progress: Pick<ProgressBoard, 'step' | 'ticking' | 'agent' | 'ticked'> | null;
 
-  constructor(trees: TreeLookup, progress: { step(): void; ticking(req: number, slot: number): void } | null = null) {
+  constructor(trees: TreeLookup, progress: Pick<ProgressBoard, 'step' | 'ticking' | 'agent' | 'ticked'> | null = null) {
     this.trees = trees;
     this.progress = progress;
   }
@@ -253,7 +254,7 @@ export class AgentHost {
       if (s.watched.size > 0) for (const slot of s.watched) agents[slot]!.trace!.nextTick = order.tick;
       const progress = this.progress;
       const stops = s.stops.size > 0 ? s.stops : null;
-      const req = order.req;
+      progress?.ticking(order.req);
       for (let i = 0; i < agents.length; i++) {
         const a = agents[i];
         if (a === null || a === undefined) continue;
@@ -263,13 +264,12 @@ export class AgentHost {
           a.stop(out, 'E_PLUGIN', stops.get(i)!);
           continue;
         }
-        // Recovery reads it if this agent's plugin kills the worker (exit, endless loop).
-        progress?.ticking(req, i);
+        // The slot tells recovery which agent's plugin killed the worker; the step shows a long tick (50k
+        // agents under memory pressure) moving, where a plugin's endless loop does not.
+        progress?.agent(i);
         a.tick(time, dt, out);
-        // A long tick (50k agents under memory pressure) keeps moving; a plugin's endless loop does not.
-        progress?.step();
       }
-      progress?.ticking(req, -1);
+      progress?.ticked();
       if (stops !== null) stops.clear();
     }
     return {

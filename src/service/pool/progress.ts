@@ -34,10 +34,20 @@ export class ProgressBoard {
     this.cells[STEPS]! += 1;
   }
 
-  /** The agent in `slot` of tick order `req` is about to tick (-1: the tick's agents are done). */
-  ticking(req: number, slot: number): void {
+  /** Tick order `req` starts ticking its agents (`agent` names each; `ticked` ends it). */
+  ticking(req: number): void {
     this.cells[TICK_REQ] = req;
+  }
+
+  /** The agent in `slot` is about to tick: recovery reads it if this agent's plugin kills the worker; the step moves. */
+  agent(slot: number): void {
     this.cells[AGENT_SLOT] = slot;
+    this.cells[STEPS]! += 1;
+  }
+
+  /** The tick order's agents are done. */
+  ticked(): void {
+    this.cells[AGENT_SLOT] = -1;
   }
 
   end(): void {
