@@ -66,6 +66,8 @@ describe.skipIf(!hasChromium)('inspector control in the browser', () => {
       await banner.waitFor(UNTIL);
       expect(await banner.textContent()).toContain(`paused at tick ${tick}`);
       expect(settled).toBe(false);
+      // CANOPY_SCREENSHOTS=1: the README's picture of a held tick (as inspector.test.ts writes the others).
+      if (process.env.CANOPY_SCREENSHOTS === '1') await page.screenshot({ path: join(import.meta.dirname, '..', '..', 'docs', 'img', 'inspector-control.png') });
       await banner.locator('button.release').click();
       expect(act(await held)).toBe('patrol');
       await banner.waitFor({ state: 'detached', ...UNTIL });
