@@ -6,7 +6,7 @@ import type { ExprContext } from './index.js';
 import { parse, type Expr } from './parser.js';
 import { BINARY, HELPERS } from './runtime.js';
 
-const { nn, get, at, bbGet, bbAt, sub, neg, num, min2, max2, nearest } = HELPERS;
+const { nn, get, at, bbGet, bbAt, neg, num, min2, max2, nearest } = HELPERS;
 
 /**
  * Evaluates `source` against `c` the way the compiled expression does (same helpers, same rules) and
