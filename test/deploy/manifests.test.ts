@@ -1,9 +1,12 @@
 // The deployment files agree with each other and with the service: deploy/kubernetes (kustomize),
 // deploy/compose.yaml with its Prometheus and nginx files, and docs/deployment.md. Pure parsing:
-// no cluster, no Docker engine. The Kubernetes objects are also checked against the Kubernetes
-// OpenAPI schemas when the `kubernetes-models` package is installed (see "schemas" below).
+// no cluster, no Docker engine. With the `kubernetes-models` package installed, the Kubernetes
+// objects are also checked against the Kubernetes API's OpenAPI schemas and, for unknown fields,
+// its TypeScript interfaces (what kubeconform -strict does; see "schemas" below).
 
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -247,6 +250,39 @@ describe('deploy/kubernetes', () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+
+  // The OpenAPI schemas let unknown fields through (a misspelt `terminationGracePeriodSecond` would
+  // pass); kubernetes-models' TypeScript types do not: an object literal typed as IDeployment may
+  // only have the API's fields, at every depth. So each object is written out as a typed constant
+  // and type-checked by the repository's tsc (about a second).
+  it.skipIf(!models)('no unknown field anywhere: each built-in object type-checks as kubernetes-models’ interface (skipped without the package)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'canopy-k8s-types-'));
+    try {
+      symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+      writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n');
+      const compilerOptions = { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: true, types: [] };
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['manifests.ts'] }));
+      const objects = all.filter((o) => !o.apiVersion.includes('coreos.com'));
+      const imports = [...new Set(objects.map((m) => `import type { I${m.kind} } from '${MODELS}/${m.apiVersion}/${m.kind}';`))];
+      let text = `${imports.join('\n')}\n`;
+      const starts: Array<{ line: number; what: string }> = [];
+      objects.forEach(({ file, ...object }, i) => {
+        starts.push({ line: text.split('\n').length, what: `${file}: ${object.kind}/${object.metadata.name}` });
+        text += `export const m${i}: I${object.kind} = ${JSON.stringify(object, null, 1)};\n`;
+      });
+      writeFileSync(join(dir, 'manifests.ts'), text);
+      const tsc = spawnSync(join(root, 'node_modules/.bin/tsc'), ['-p', '.'], { cwd: dir, encoding: 'utf8' });
+      const problems = `${tsc.stdout}${tsc.stderr}`.split('\n').filter((l) => l.trim() !== '').map((l) => {
+        const at = /manifests\.ts\((\d+),\d+\): (.*)$/.exec(l);
+        if (at === null) return `tsc: ${l}`;
+        return `${starts.findLast((s) => s.line <= Number(at[1]))?.what}: ${at[2]}`;
+      });
+      expect(problems).toEqual([]);
+      expect(tsc.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
