@@ -157,13 +157,22 @@ export class CanopyClient extends Emitter<ClientEvents> {
   private readonly reconnectOptions: ReconnectOptions;
   private readonly requestTimeoutMs: number;
   private readonly connectTimeoutMs: number;
+  /** The service's WebSocket URLs: any instance of one deployment (or one load-balanced URL). */
+  private readonly urls: readonly string[];
+  private urlIndex = 0;
+  /**
+   * Lockstep: the frames (bb, result, snapshot) sent since the last decisions received. After a resume they are
+   * sent again as far as the session has not applied them (welcome.tick), so that a session restored on another
+   * instance, or handed over, sees every input exactly once.
+   */
+  private unacked: Array<{ readonly bytes: Uint8Array; readonly tick: number | undefined }> = [];
+  /** Between an unexpected close and the next welcome (or giving up). */
+  private reconnecting = false;
 
-  private constructor(
-    /** The service's WebSocket URL (e.g. `ws://host:port/v1/ws`). */
-    readonly url: string,
-    private readonly options: ConnectOptions,
-  ) {
+  private constructor(urls: readonly string[], private readonly options: ConnectOptions) {
     super();
+    if (urls.length === 0) throw new RangeError('connect: expected at least one URL');
+    this.urls = urls;
     const reconnect = options.reconnect;
     this.reconnectOptions =
       reconnect === false
@@ -181,13 +190,18 @@ export class CanopyClient extends Emitter<ClientEvents> {
    * hello, `E_UNAUTHORIZED` on a 401, `E_CONNECT` if the socket could not open, `E_TIMEOUT`.
    * The first connection is not retried; reconnecting applies once a session is open.
    */
-  static async connect(url: string, options: ConnectOptions = {}): Promise<CanopyClient> {
-    const client = new CanopyClient(url, options);
-    await handshake(url, options, options.resume, client.connectTimeoutMs, (socket, welcome) => {
+  static async connect(url: string | readonly string[], options: ConnectOptions = {}): Promise<CanopyClient> {
+    const client = new CanopyClient(typeof url === 'string' ? [url] : url, options);
+    await handshake(client.url, options, options.resume, client.connectTimeoutMs, (socket, welcome) => {
       client.current = welcome;
       client.attach(socket);
     });
     return client;
+  }
+
+  /** The URL of the current (or next) connection; with several URLs, each reconnect attempt tries the next one. */
+  get url(): string {
+    return this.urls[this.urlIndex]!;
   }
 
   /** The latest `welcome` (replaced on each reconnect). */
@@ -305,7 +319,9 @@ export class CanopyClient extends Emitter<ClientEvents> {
   // -------------------------------------------------------------------------------------------
 
   private request<T>(kind: ReplyKind, build: (id: number) => object, tick = 0): Promise<T> {
-    if (!this.connected) {
+    // A lockstep tick asked for while the client reconnects waits for the resume (the game sees a delay).
+    const waitForResume = !this.connected && this.reconnecting && kind === 'decisions';
+    if (!this.connected && !waitForResume) {
       return Promise.reject(new CanopyError(ClientErrorCode.E_CLOSED, 'not connected'));
     }
     const id = this.nextId;
@@ -317,7 +333,8 @@ export class CanopyClient extends Emitter<ClientEvents> {
       const entry: Pending = { id, kind, resolve: resolve as (value: never) => void, reject, timer, tick, sentAt: performance.now() };
       this.pending.set(id, entry);
       if (kind === 'decisions') this.lockstepQueue.push(entry);
-      this.send(build(id));
+      if (waitForResume) this.unacked.push({ bytes: encode(build(id)), tick });
+      else this.send(build(id));
     });
   }
 
@@ -337,8 +354,28 @@ export class CanopyClient extends Emitter<ClientEvents> {
   private send(msg: object): boolean {
     const socket = this.socket;
     if (socket === undefined || socket.readyState !== WebSocket.OPEN) return false;
-    socket.send(encode(msg));
+    const bytes = encode(msg);
+    socket.send(bytes);
+    const t = (msg as { t?: string }).t;
+    if (this.current.mode === 'lockstep' && (t === 'snapshot' || t === 'bb' || t === 'result')) {
+      this.unacked.push({ bytes, tick: t === 'snapshot' ? (msg as { tick: number }).tick : undefined });
+    }
     return true;
+  }
+
+  /**
+   * A lockstep session resumed: sends again what it has not applied. Snapshots up to `welcome.tick` (and what
+   * came before them) were applied; of those, only the snapshots still awaiting decisions go again (the service
+   * answers them with the decisions it already made). Everything after them goes again as it was.
+   */
+  private resendAfterResume(socket: WebSocket, ranUpTo: number | undefined): void {
+    const frames = this.unacked;
+    let applied = -1;
+    if (ranUpTo !== undefined) for (let i = 0; i < frames.length; i++) if (frames[i]!.tick !== undefined && frames[i]!.tick! <= ranUpTo) applied = i;
+    const awaited = new Set(this.lockstepQueue.map((p) => p.tick));
+    const again = frames.filter((f, i) => i > applied || (f.tick !== undefined && awaited.has(f.tick)));
+    this.unacked = again;
+    for (const f of again) socket.send(f.bytes);
   }
 
   private attach(socket: WebSocket): void {
@@ -412,6 +449,11 @@ export class CanopyClient extends Emitter<ClientEvents> {
   }
 
   private onDecisions(decisions: Decisions): void {
+    if (this.unacked.length > 0) {
+      let last = -1;
+      for (let i = 0; i < this.unacked.length; i++) if (this.unacked[i]!.tick === decisions.tick) last = i;
+      if (last >= 0) this.unacked = this.unacked.slice(last + 1);
+    }
     // Lockstep replies come in snapshot order, so the match is almost always the first entry.
     for (const entry of this.lockstepQueue) {
       if (entry.tick === decisions.tick) {
@@ -427,7 +469,11 @@ export class CanopyClient extends Emitter<ClientEvents> {
     this.socket = undefined;
     const farewell = this.farewell;
     this.farewell = undefined;
-    this.failPending(`connection closed (${code}${reason === '' ? '' : ` ${reason}`})`);
+    const message = `connection closed (${code}${reason === '' ? '' : ` ${reason}`})`;
+    const willReconnect = !this.closedForGood && this.reconnectOptions.enabled && (farewell === undefined || farewell.retryAfterMs !== undefined);
+    // Lockstep ticks in flight wait for the resume: their snapshots go again and their decisions come from there.
+    this.reconnecting = willReconnect;
+    this.failPending(message, willReconnect && this.current.mode === 'lockstep');
     if (this.closedForGood) return;
     if (!this.reconnectOptions.enabled) {
       this.finish(code, reason, undefined);
@@ -442,11 +488,13 @@ export class CanopyClient extends Emitter<ClientEvents> {
     this.scheduleReconnect(1, code, reason, this.current.resume, farewell?.retryAfterMs ?? 0);
   }
 
-  private failPending(message: string): void {
+  private failPending(message: string, keepLockstep = false): void {
     // Deleting the entry being visited is safe while iterating a Map.
-    for (const id of this.pending.keys()) {
+    for (const [id, entry] of this.pending) {
+      if (keepLockstep && entry.kind === 'decisions') continue;
       this.settle(id)?.reject(new CanopyError(ClientErrorCode.E_CLOSED, message, { re: id }));
     }
+    if (!keepLockstep) this.unacked = [];
   }
 
   private scheduleReconnect(attempt: number, code: number, reason: string, resume: string | undefined, floorMs = 0): void {
@@ -455,6 +503,8 @@ export class CanopyClient extends Emitter<ClientEvents> {
       return;
     }
     const delay = backoffDelay(attempt, this.reconnectOptions, floorMs);
+    // Several URLs: each attempt tries the next instance (the one that dropped us may be gone or draining).
+    if (this.urls.length > 1) this.urlIndex = (this.urlIndex + 1) % this.urls.length;
     this.emit('disconnect', { code, reason, attempt, retryInMs: delay });
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
@@ -472,8 +522,12 @@ export class CanopyClient extends Emitter<ClientEvents> {
           return;
         }
         this.current = welcome;
+        this.reconnecting = false;
         this.attach(socket);
-        this.emit('reconnect', { session: welcome.session, resumed: welcome.session === previous, attempts: attempt });
+        const resumed = welcome.session === previous;
+        if (resumed && welcome.mode === 'lockstep') this.resendAfterResume(socket, welcome.tick);
+        else if (!resumed) this.failPending('the session could not be resumed: a new one began');
+        this.emit('reconnect', { session: welcome.session, resumed, attempts: attempt });
       });
     } catch (error) {
       if (this.closedForGood) return;
@@ -491,6 +545,8 @@ export class CanopyClient extends Emitter<ClientEvents> {
   private finish(code: number, reason: string, error: CanopyError | undefined): void {
     if (this.closedForGood) return;
     this.closedForGood = true;
+    this.reconnecting = false;
+    this.failPending(`the client closed (${reason})`);
     if (this.reconnectTimer !== undefined) clearTimeout(this.reconnectTimer);
     this.reconnectTimer = undefined;
     this.emit('close', { code, reason, error });

@@ -107,6 +107,8 @@ export interface WelcomeFields {
   readonly reads?: Readonly<Record<string, TreeReads>> | undefined;
   /** The recording's id when the session is recorded. */
   readonly recording?: string | undefined;
+  /** On a resume: the last tick the session has run (a lockstep client re-sends what came after it). */
+  readonly tick?: number | undefined;
 }
 
 /** Encodes `welcome` (answer to `hello`), with `re` when the hello had an `id`. */
@@ -123,6 +125,7 @@ export function encodeWelcome(fields: WelcomeFields, re?: number): Buffer {
   };
   if (fields.reads !== undefined) msg.reads = fields.reads;
   if (fields.recording !== undefined) msg.recording = fields.recording;
+  if (fields.tick !== undefined) msg.tick = fields.tick;
   if (re !== undefined) msg.re = wireInt(re);
   return encode(msg);
 }

@@ -176,6 +176,11 @@ export interface WelcomeMessage extends ServerReplyBase {
   readonly reads?: Readonly<Record<string, TreeReads>>;
   /** The session is being recorded: the recording's id (`GET /v1/recordings/:id`). */
   readonly recording?: string;
+  /**
+   * On a resume: the last tick the session has run (a protocol addition). A lockstep client re-sends what it
+   * sent after that tick's snapshot, and the snapshots of ticks up to it whose decisions it did not receive.
+   */
+  readonly tick?: number;
 }
 
 /** The top-level observation fields a tree reads: `self.X` and `world.X` names, statically. */

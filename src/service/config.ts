@@ -62,6 +62,14 @@ export interface Config {
   readonly inspectorControl: boolean;
   /** API keys that may use the inspector's control (also listed in apiKeys); when apiKeys are set, control needs one of these. */
   readonly inspectorControlKeys: readonly string[];
+  /** Durable sessions across instances: the Redis URL (`redis://[user:password@]host:port[/db]`), or null for none. */
+  readonly redisUrl: string | null;
+  /** Owner lease of a durable session, ms: a dead owner's sessions are adopted this long after its last renewal. */
+  readonly redisLeaseMs: number;
+  /** Session time between two durable checkpoints of a session, ms. */
+  readonly redisCheckpointMs: number;
+  /** Longest a lockstep answer waits for its inputs to reach Redis, ms (then Redis counts as slow: degraded). */
+  readonly redisWaitMs: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -103,6 +111,10 @@ export function defaultConfig(): Config {
     reload: 'restart',
     inspectorControl: false,
     inspectorControlKeys: [],
+    redisUrl: null,
+    redisLeaseMs: 5000,
+    redisCheckpointMs: 2000,
+    redisWaitMs: 250,
   };
 }
 
@@ -140,6 +152,10 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   reload: (raw, name) => ({ reload: reloadPolicy(raw, name) }),
   inspectorControl: (raw, name) => ({ inspectorControl: boolean(raw, name) }),
   inspectorControlKeys: (raw) => ({ inspectorControlKeys: raw.split(',').map((k) => k.trim()).filter((k) => k.length > 0) }),
+  redisUrl: (raw, name) => ({ redisUrl: redisUrl(raw, name) }),
+  redisLeaseMs: (raw, name) => ({ redisLeaseMs: integer(raw, name, 300, 600_000) }),
+  redisCheckpointMs: (raw, name) => ({ redisCheckpointMs: integer(raw, name, 50, 600_000) }),
+  redisWaitMs: (raw, name) => ({ redisWaitMs: integer(raw, name, 1, 60_000) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */
@@ -193,7 +209,25 @@ export function parseConfig(argv: readonly string[], env: Readonly<Record<string
 
 /** The settings as one line of JSON for the start-up log, API keys masked. */
 export function redactConfig(config: Config): Record<string, unknown> {
-  return { ...config, apiKeys: config.apiKeys.map(() => '***'), inspectorControlKeys: config.inspectorControlKeys.map(() => '***') };
+  return {
+    ...config,
+    apiKeys: config.apiKeys.map(() => '***'),
+    inspectorControlKeys: config.inspectorControlKeys.map(() => '***'),
+    redisUrl: config.redisUrl === null ? null : config.redisUrl.replace(/\/\/([^@/]*)@/, '//***@'),
+  };
+}
+
+function redisUrl(raw: string, name: string): string | null {
+  const text = raw.trim();
+  if (text === '') return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError(`${name}: expected a URL such as redis://host:6379, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new ConfigError(`${name}: expected a redis:// or rediss:// URL, got ${JSON.stringify(url.protocol)}`);
+  return text;
 }
 
 function integer(raw: string, name: string, min: number, max: number): number {

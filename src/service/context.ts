@@ -8,6 +8,7 @@ import type { Metrics } from './metrics.js';
 import type { AgentPool } from './pool/index.js';
 import type { Recordings } from './recording/recordings.js';
 import type { SessionRegistry } from './sessions/registry.js';
+import type { Durability } from './durable/durability.js';
 
 /** Tuning that has no environment variable: defaults suit production, tests shrink them. */
 export interface Tuning {
@@ -77,6 +78,8 @@ export interface ServiceContext {
   readonly connections: Set<LiveConnection>;
   /** The flight recorder: recordings being written and on disk. */
   readonly recordings: Recordings;
+  /** Durable sessions across instances (CANOPY_REDIS_URL), or null. */
+  readonly durability: Durability | null;
   /** Names of the loaded trees, sorted. */
   treeNames(): readonly string[];
   /** The observation fields tree `name` reads (undefined for an unknown tree). */

@@ -30,6 +30,12 @@ export class Metrics {
   readonly recordingBytes: Counter;
   readonly recordingFailures: Counter;
   readonly recordingsStarted: Counter;
+  readonly workerRecoveries: Counter;
+  readonly durableDegraded: Gauge;
+  readonly durableDegradations: Counter;
+  readonly durableBytes: Counter<'kind'>;
+  readonly durableCheckpoints: Counter;
+  readonly durableAdoptions: Counter<'how'>;
   /** Point-in-time gauges, read from `sources` at scrape time. */
   readonly gauges: Gauge[] = [];
 
@@ -104,6 +110,12 @@ export class Metrics {
     this.recordingBytes = new Counter({ name: 'canopy_recording_bytes_total', help: 'Compressed bytes of recordings written to disk', registers });
     this.recordingFailures = new Counter({ name: 'canopy_recording_failures_total', help: 'Recordings stopped by an error (disk full, folder not writable, fell behind)', registers });
     this.recordingsStarted = new Counter({ name: 'canopy_recordings_started_total', help: 'Session recordings started', registers });
+    this.workerRecoveries = new Counter({ name: 'canopy_worker_recoveries_total', help: 'Worker threads that crashed or stalled and were replaced, their agents restored from checkpoints (docs/durability.md)', registers });
+    this.durableDegraded = new Gauge({ name: 'canopy_durable_degraded', help: '1 while durable sessions cannot keep their state in Redis (unreachable, failing or too slow); sessions keep ticking', registers });
+    this.durableDegradations = new Counter({ name: 'canopy_durable_degradations_total', help: 'Times the durable session store became degraded', registers });
+    this.durableBytes = new Counter({ name: 'canopy_durable_bytes_total', help: 'Bytes written to Redis for durable sessions, by kind (log entries, checkpoints)', labelNames: ['kind'], registers });
+    this.durableCheckpoints = new Counter({ name: 'canopy_durable_checkpoints_total', help: 'Session checkpoints stored in Redis', registers });
+    this.durableAdoptions = new Counter({ name: 'canopy_durable_adoptions_total', help: 'Sessions restored on this instance from Redis, by how (adopted from a dead owner, handed over by a live one)', labelNames: ['how'], registers });
     this.goodbyes = new Counter({ name: 'canopy_goodbyes_total', help: 'Sockets closed by the service with `goodbye`, by reason', labelNames: ['reason'], registers });
   }
 }

@@ -24,6 +24,7 @@ import { LiveTrees } from './reload/live.js';
 import { reloadListener } from './reload/notify.js';
 import { reloadRoutes } from './reload/routes.js';
 import { watchFolder } from './reload/watch.js';
+import { Durability } from './durable/durability.js';
 
 /** A running (or ready to run) service. */
 export interface CanopyServer {
@@ -64,6 +65,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   const tuning = { ...DEFAULT_TUNING, ...config.tuning };
   const library = await loadLibrary(config.trees, config.plugins, logger);
   let pool: AgentPool;
+  let metricsRef: Metrics | undefined;
   try {
     pool = await createAgentPool({
       trees: config.trees,
@@ -72,6 +74,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       library,
       stallMs: tuning.workerStallMs,
       checkpointMs: tuning.workerCheckpointMs,
+      onRecovery: () => metricsRef?.workerRecoveries.inc(),
       ...(config.plugins !== null ? { plugins: config.plugins } : {}),
     });
   } catch (err) {
@@ -92,11 +95,35 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     agents: () => pool.agentCount(),
     workers: () => pool.workerStats(),
   });
+  metricsRef = metrics;
+  const durability =
+    config.redisUrl === null
+      ? null
+      : new Durability({
+          url: config.redisUrl,
+          pool,
+          metrics,
+          logger,
+          leaseMs: config.redisLeaseMs,
+          checkpointMs: config.redisCheckpointMs,
+          waitMs: config.redisWaitMs,
+          ttlMs: config.resumeGraceMs + 2 * config.redisLeaseMs,
+        });
   const recordings = new Recordings({ config, library, metrics, logger, blockBytes: tuning.recordBlockBytes });
   sessions = new SessionRegistry(
-    { pool, metrics, logger, maxAgents: config.maxAgents, sessionCreated: (s) => recordings.sessionCreated(s) },
+    {
+      pool,
+      metrics,
+      logger,
+      maxAgents: config.maxAgents,
+      sessionCreated: (s) => {
+        recordings.sessionCreated(s);
+        durability?.attach(s);
+      },
+    },
     config.resumeGraceMs,
   );
+  durability?.bind(sessions);
   const live = new LiveTrees(library, { dir: config.trees, policy: config.reload, pool, logger, metrics, listener: reloadListener(sessions, recordings, validation) });
   const watcher = config.watch ? watchFolder(config.trees, () => live.reloadFolder(), logger) : null;
   const ctx: ServiceContext = {
@@ -108,6 +135,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     sessions,
     connections,
     recordings,
+    durability,
     treeNames: () => live.library.names(),
     treeReads: (name) => live.library.get(name)?.observed,
     phase: 'starting',
@@ -176,6 +204,9 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     for (const c of open) c.stopReading();
     // Finish the ticks in flight; fixed-mode decisions they make still go out.
     await Promise.all(ctx.sessions.list().map((s) => s.quiesce()));
+    // Durable sessions: their last inputs stored and their leases released before the clients hear goodbye, so
+    // whichever instance they reconnect to adopts them at once.
+    await durability?.releaseAll();
     for (const c of open) c.goodbye(GoodbyeReason.shutdown, tuning.retryAfterMs);
     await Promise.all(open.map((c) => c.closed));
     await ctx.sessions.freeAll();
@@ -183,6 +214,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     await app.close();
     await validation.close();
     await pool.close();
+    await durability?.close();
     ctx.phase = 'closed';
     logger.info({ sessionsDrained: drained, connections: open.length }, 'canopy stopped');
   };

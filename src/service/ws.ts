@@ -27,7 +27,8 @@ import { fieldWarnings } from './sessions/fieldWarnings.js';
 import { HttpErrorCode } from './http/http.js';
 import { Outbox, OutboxBudget } from './sessions/outbox.js';
 import { TokenBucket } from './http/rate.js';
-import { SnapshotRefused, type Session, type SessionOutput, type TreesNotice } from './sessions/session.js';
+import { SnapshotRefused, rotateToken, type Session, type SessionOutput, type TreesNotice } from './sessions/session.js';
+import type { Durability } from './durable/durability.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 64;
@@ -51,6 +52,7 @@ export const GoodbyeReason = {
   abuse: 'too many invalid messages',
   replaced: 'session resumed by another connection',
   helloTimeout: 'no hello in time',
+  moving: 'the session is moving between instances; resume again',
 } as const;
 
 /** The route; the upgrade itself is guarded by the hooks of the enclosing scope (API keys, draining). */
@@ -273,10 +275,7 @@ class Connection implements LiveConnection, SessionOutput {
 
   private handle(bytes: Buffer): Promise<void> | undefined {
     const session = this.session;
-    if (session === undefined) {
-      this.beforeHello(parseClientFrame(bytes, this.ctx.config.maxFrameBytes));
-      return undefined;
-    }
+    if (session === undefined) return this.beforeHello(parseClientFrame(bytes, this.ctx.config.maxFrameBytes));
     const parsed = parseClientFrame(bytes, this.ctx.config.maxFrameBytes, {
       fieldCount: session.fields?.length ?? 0,
       mode: session.mode,
@@ -322,7 +321,7 @@ class Connection implements LiveConnection, SessionOutput {
     }
   }
 
-  private beforeHello(parsed: ParseResult): void {
+  private beforeHello(parsed: ParseResult): Promise<void> | undefined {
     if (!parsed.ok) {
       if (parsed.code === ErrorCode.E_VERSION) {
         this.refuse(parsed.code, parsed.message, parsed.re);
@@ -343,18 +342,51 @@ class Connection implements LiveConnection, SessionOutput {
       this.close(CloseCode.protocolError);
       return;
     }
-    this.hello(msg);
+    return this.hello(msg);
   }
 
-  private hello(msg: HelloMessage): void {
+  private hello(msg: HelloMessage): Promise<void> | undefined {
     const ctx = this.ctx;
     if (ctx.phase !== 'ready') {
       this.goodbye(GoodbyeReason.shutdown, ctx.tuning.retryAfterMs);
       return;
     }
-    let session = msg.resume !== undefined ? ctx.sessions.takeOver(msg.resume) : undefined;
-    const resumed = session !== undefined;
-    session ??= ctx.sessions.create({
+    const session = msg.resume !== undefined ? ctx.sessions.takeOver(msg.resume) : undefined;
+    if (session !== undefined) ctx.durability?.tokenRotated(session, msg.resume!);
+    else if (msg.resume !== undefined && ctx.durability !== null) return this.adopt(msg, msg.resume, ctx.durability);
+    this.welcome(msg, session);
+    return undefined;
+  }
+
+  /** A resume token this instance does not know: the session may live in Redis (another instance's, or a dead one's). */
+  private async adopt(msg: HelloMessage, token: string, durability: Durability): Promise<void> {
+    clearTimeout(this.helloTimer);
+    this.helloTimer = undefined;
+    const out = await durability.adopt(token);
+    if ('session' in out) {
+      rotateToken(out.session);
+      durability.tokenRotated(out.session, token);
+      if (this.ending || this.ctx.phase !== 'ready') {
+        this.ctx.sessions.keepFor(out.session); // the client left meanwhile: kept for its grace period, as any dropped session
+        return;
+      }
+      this.welcome(msg, out.session);
+      return;
+    }
+    if (this.ending) return;
+    if ('retry' in out) {
+      this.log.warn({ why: out.retry }, 'a resumed session could not be restored now; the client is told to retry');
+      this.goodbye(GoodbyeReason.moving, this.ctx.tuning.retryAfterMs);
+      return;
+    }
+    this.welcome(msg, undefined);
+  }
+
+  /** Answers hello with `welcome`: the session resumed (`resumedSession`), or a new one. */
+  private welcome(msg: HelloMessage, resumedSession: Session | undefined): void {
+    const ctx = this.ctx;
+    const resumed = resumedSession !== undefined;
+    const session = resumedSession ?? ctx.sessions.create({
       mode: msg.mode ?? 'fixed',
       hz: msg.hz ?? ctx.config.hz,
       fields: msg.fields ?? null,
@@ -383,10 +415,12 @@ class Connection implements LiveConnection, SessionOutput {
             maxMessageRate: ctx.config.maxMessageRate,
           },
           recording,
+          ...(resumed && session.lastTick !== undefined ? { tick: session.lastTick } : {}),
         },
         msg.id,
       ),
     );
+    if (resumed) session.resumed();
     session.attach(this);
     this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
   }

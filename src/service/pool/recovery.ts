@@ -72,6 +72,10 @@ export class RecoveryJournal {
       case 'despawn':
         logs.get(msg.session)?.orders.push(msg);
         return false;
+      case 'restore':
+        // A session imported from another instance (durable sessions): its agents start from this checkpoint.
+        logs.set(msg.session, { fields: msg.fields, checkpoint: { agents: msg.count ?? 0, bytes: msg.bytes }, orders: [], ticks: 0, requestedAt: -Infinity, inflight: null, stops: [] });
+        return false;
       case 'drop':
         logs.delete(msg.session);
         return false;

@@ -2,11 +2,12 @@
 // answer spawn/bb/result errors synchronously, and the per-host buffering that makes a session tick one message
 // per host. Subclasses only carry messages: InlinePool calls its AgentHost directly, WorkerPool posts to threads.
 
-import type { AgentFrame, AgentId, CompiledTree, WatchedFrame, WhyReport } from '../../bt/index.js';
+import type { Agent, AgentFrame, AgentId, CompiledTree, WatchedFrame, WhyReport } from '../../bt/index.js';
+import { packAgents, unpackAgents } from './checkpoint.js';
 import { mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
 import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
-import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SpawnEntry, WorkerStats } from './types.js';
+import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, WorkerStats } from './types.js';
 import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
@@ -190,6 +191,62 @@ export abstract class PoolRouter implements AgentPool {
     for (let h = 0; h < this.hostCount; h++) {
       this.load[h]! -= s.shards[h]!.count;
       if (this.up[h]) this.post(h, { t: 'drop', session }, []);
+    }
+  }
+
+  exportSession(session: string): Promise<SessionExport> {
+    const s = this.session(session);
+    const metas: Array<Array<[number, number, ReloadPolicy | null]>> = Array.from({ length: this.hostCount }, () => []);
+    for (const r of s.routes.values()) metas[r.host]!.push([r.slot, s.shards[r.host]!.ordinals[r.slot]!, r.reload ?? null]);
+    const parts: Array<Promise<SessionExport['parts'][number]>> = [];
+    for (let h = 0; h < this.hostCount; h++) {
+      if (s.shards[h]!.count === 0) continue;
+      const meta = metas[h]!;
+      parts.push(
+        this.request(h, { t: 'checkpoint', req: this.nextReq++, session }, []).then((reply) => {
+          if (reply.t !== 'checkpointed') throw new Error(`host ${h} did not answer the checkpoint request (${reply.t})`);
+          return { bytes: reply.bytes, agents: reply.agents, meta };
+        }),
+      );
+    }
+    const world = s.world;
+    const nextOrdinal = s.nextOrdinal;
+    return Promise.all(parts).then((done) => ({ v: 1 as const, nextOrdinal, world, parts: done }));
+  }
+
+  importSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number }, exported: SessionExport): void {
+    if (exported.v !== 1) throw new PoolUsageError('E_INTERNAL', `unsupported session export version ${String(exported.v)}`);
+    // Unpacked here (the main thread has the same compiled trees as the hosts) and packed again per new host.
+    const restored: Array<{ agent: Agent; ordinal: number; reload: ReloadPolicy | null }> = [];
+    for (const part of exported.parts) {
+      const meta = new Map(part.meta.map((m) => [m[0], m]));
+      for (const [slot, agent] of unpackAgents(part.bytes, opts.fields, this.trees).agents) {
+        const m = meta.get(slot);
+        if (m === undefined) throw new PoolUsageError('E_INTERNAL', `session export: no routing entry for slot ${slot}`);
+        restored.push({ agent, ordinal: m[1], reload: m[2] });
+      }
+    }
+    restored.sort((a, b) => a.ordinal - b.ordinal);
+    this.createSession(session, opts);
+    const s = this.session(session);
+    const perHost: Array<Array<Agent | null>> = Array.from({ length: this.hostCount }, () => []);
+    for (const { agent, ordinal, reload } of restored) {
+      const host = this.leastLoaded();
+      if (host < 0) throw new PoolUsageError('E_INTERNAL', 'no worker is available to host the restored agents');
+      const slot = s.shards[host]!.allocate(agent.id, ordinal);
+      this.load[host]!++;
+      s.addRoute(agent.id, reload === null ? { host, slot, tree: agent.tree, label: agent.label } : { host, slot, tree: agent.tree, label: agent.label, reload });
+      const list = perHost[host]!;
+      while (list.length < slot) list.push(null);
+      list[slot] = agent;
+    }
+    s.nextOrdinal = exported.nextOrdinal;
+    s.world = exported.world;
+    for (let h = 0; h < this.hostCount; h++) {
+      if (perHost[h]!.length === 0) continue;
+      const bytes = packAgents(perHost[h]!, s.fields, exported.world);
+      this.post(h, { t: 'restore', session, fields: s.fields, bytes, count: s.shards[h]!.count }, []);
+      s.shards[h]!.worldSent = s.worldVersion;
     }
   }
 

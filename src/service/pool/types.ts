@@ -106,6 +106,8 @@ export interface PoolOptions {
    * Negative: no recovery (a crashed worker's agents are reported lost, as before). Worker pools only.
    */
   checkpointMs?: number;
+  /** Called each time a crashed or stalled worker is replaced and its agents restored (the metrics count it). */
+  onRecovery?: () => void;
 }
 
 /**
@@ -118,6 +120,16 @@ export type AgentView = Omit<AgentInspection, 'nodes'> & {
   readonly self: unknown;
   readonly world: unknown;
 };
+
+/** A whole session's agents, packed ({@link AgentPool.exportSession}); structured-clone and v8-serializable. */
+export interface SessionExport {
+  readonly v: 1;
+  /** The next spawn ordinal: decisions are listed in spawn order, whatever the workers. */
+  readonly nextOrdinal: number;
+  readonly world: unknown;
+  /** Per host that held agents: checkpoint.ts's packed agents, and per agent [slot, spawn ordinal, reload policy or null]. */
+  readonly parts: ReadonlyArray<{ readonly bytes: Uint8Array; readonly agents: number; readonly meta: ReadonlyArray<readonly [number, number, ReloadPolicy | null]> }>;
+}
 
 /** One agent as the routing table knows it (no worker round trip). */
 export interface AgentListing {
@@ -157,6 +169,19 @@ export interface AgentPool {
   createSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number }): void;
   /** Frees every agent of the session (no cancels are produced). Unknown sessions are ignored. */
   destroySession(session: string): void;
+  /**
+   * Durable sessions (docs/durability.md, "Across instances"): the session's agents as they are after the tick
+   * order just sent, packed by each host that holds some, with the routing facts a restore needs (spawn order,
+   * reload policies) and the world. Call it right after `tick()` was called (before awaiting it) or between
+   * ticks: the checkpoint requests queue behind the tick orders, so no tick waits for them.
+   */
+  exportSession(session: string): Promise<SessionExport>;
+  /**
+   * Opens session `session` from an export, on any number of workers (agents are spread again, least-loaded
+   * first, in their spawn order): every agent continues exactly where it was. Throws if the session exists or
+   * a tree is missing or of another version than the export's.
+   */
+  importSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number }, exported: SessionExport): void;
   /**
    * Synchronous checks on the main thread (unknown tree, duplicate id, undeclared bb key, maxAgents → E_LIMIT),
    * then agents are created in workers (spread: least-loaded worker first, so one session with 50k agents

@@ -83,6 +83,8 @@ export interface RestoreOrder {
   fields: readonly string[] | null;
   /** checkpoint.ts's packed agents and world. */
   bytes: Uint8Array;
+  /** Agents in `bytes`, when the sender knows (a session imported from another instance). */
+  count?: number;
 }
 
 /** A checkpoint's reply: the session's agents on the host and its world, packed (checkpoint.ts); `agents` counts them. */

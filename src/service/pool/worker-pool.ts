@@ -318,6 +318,7 @@ export class WorkerPool extends PoolRouter {
     t.pending.clear();
     void t.worker.terminate();
     const { orders, agents, ticks: replayed } = journal.replay(i);
+    this.options.onRecovery?.();
     this.logger?.error({ err, worker: i, agents, ticks: replayed, attempt }, 'agent pool: worker crashed; restoring its agents on a replacement from their checkpoint and the orders since');
     this.eluWindows.reset(i);
     const next = this.startThread(i);

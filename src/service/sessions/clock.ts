@@ -62,6 +62,11 @@ export class FixedClock {
     return this.running;
   }
 
+  /** A session restored elsewhere (durable sessions): numbering and tree time continue after tick `n`. Before start(). */
+  continueFrom(n: number): void {
+    if (!this.running) this.last = n;
+  }
+
   /** Starts (or restarts) ticking: the next tick is due one period from now. */
   start(): void {
     if (this.running) return;

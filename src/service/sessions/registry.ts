@@ -24,6 +24,13 @@ export class SessionRegistry {
     return session;
   }
 
+  /** A session rebuilt from another instance's stored state (durable sessions); `options.restore` is required. */
+  restore(options: SessionOptions): Session {
+    const session = new Session(this.host, options);
+    this.byId.set(session.id, session);
+    return session;
+  }
+
   get(id: string): Session | undefined {
     return this.byId.get(id);
   }
@@ -74,7 +81,7 @@ export class SessionRegistry {
         'session closed',
       );
     }
-    await session.end();
+    await session.end(reason);
   }
 
   /** Ends every session (shutdown). */

@@ -19,7 +19,7 @@ import {
 import { TickStats } from './tickStats.js';
 import { FixedClock, type ClockTick } from './clock.js';
 import type { Metrics } from '../metrics.js';
-import type { AgentPool, Decisions, EntryError as PoolEntryError, SpawnEntry } from '../pool/index.js';
+import type { AgentPool, Decisions, EntryError as PoolEntryError, SessionExport, SpawnEntry } from '../pool/index.js';
 
 /** A fixed-mode session with nothing to say still sends an empty `decisions` this often. */
 export const HEARTBEAT_MS = 1000;
@@ -68,6 +68,43 @@ export interface SessionTap {
   ended(): void;
 }
 
+/**
+ * Durable sessions (src/service/durable): sees the same inputs as the flight recorder, in the same order, plus
+ * the moment each tick order has gone to the pool (when a checkpoint can be taken without holding the tick).
+ * Called synchronously; must not throw and must not wait.
+ */
+export interface DurableTap {
+  spawn(entries: readonly SpawnEntry[]): void;
+  despawn(ids: readonly AgentId[]): void;
+  bb(set: readonly BlackboardEntry[]): void;
+  results(results: readonly ActionResult[]): void;
+  snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void;
+  tick(tick: number, time: number, dt: number, basedOn: number | undefined): void;
+  /** The tick order of `tick` just went to the pool (its replies not yet in). */
+  tickSent(tick: number, time: number): void;
+  /**
+   * Lockstep: resolves once the inputs of the ticks run so far are stored (write-ahead: a decision never
+   * reaches the client before the inputs it came from can be replayed elsewhere), or at once while the store
+   * is degraded, or after a bounded wait. Null: nothing to wait for.
+   */
+  settled(): Promise<void> | null;
+  /** The session ends here: `reason` says whether its stored state goes too (bye, grace expired) or stays (hand-over, drain). */
+  ended(reason: string): void;
+}
+
+/** A session rebuilt from a durable checkpoint (another instance's): its pool state and clocks. */
+export interface SessionRestore {
+  readonly id: string;
+  readonly createdAt: string;
+  readonly exported: SessionExport;
+  readonly basedOn: number | undefined;
+  readonly lastTick: number | undefined;
+  readonly lastTime: number | undefined;
+}
+
+/** Lockstep decisions kept for a client that re-sends the snapshot of a tick whose answer it lost (resume). */
+const KEPT_DECISIONS = 8;
+
 /** What every session shares: the pool, metrics, logger and limits. */
 export interface SessionHost {
   readonly pool: AgentPool;
@@ -85,6 +122,8 @@ export interface SessionOptions {
   /** Observation field names for positional rows, or null. */
   readonly fields: readonly string[] | null;
   readonly transport: 'ws' | 'http';
+  /** Rebuild a session from a durable checkpoint instead of opening an empty one. */
+  readonly restore?: SessionRestore;
 }
 
 /** What applying a snapshot (or a `result` message) refused, entry by entry. */
@@ -115,13 +154,13 @@ export class SnapshotRefused extends Error {
  * once; concurrent calls run one after another in call order.
  */
 export class Session {
-  readonly id: string = randomUUID();
+  readonly id: string;
   readonly mode: Mode;
   /** Ticks per second; 0 in lockstep mode. */
   readonly hz: number;
   readonly fields: readonly string[] | null;
   readonly transport: 'ws' | 'http';
-  readonly createdAt = new Date();
+  readonly createdAt: Date;
   /** Totals the inspector samples for its charts. */
   readonly stats = new TickStats();
   /** Token to take the session over from a new connection; replaced at each takeover. */
@@ -141,6 +180,14 @@ export class Session {
   private closed = false;
   /** The flight recorder while the session is recorded. */
   recorder: SessionTap | null = null;
+  /** Durable sessions: the journal writing this session's checkpoints and inputs to the shared store. */
+  durable: DurableTap | null = null;
+  /** True while the session re-runs stored inputs after a restore: nothing is logged again, decisions are kept, not sent. */
+  private replaying = false;
+  /** Lockstep: the latest ticks' decisions, for a resumed client re-sending a snapshot whose answer it lost. */
+  private readonly kept: DecisionsFields[] = [];
+  /** Set by a resume until the next tick runs: a re-sent snapshot of a tick already run is answered from `kept`. */
+  private answerKept = false;
   /** Inspector control (breakpoints, src/inspector/control.ts): may hold a lockstep tick's decisions until released. */
   hold: ((tick: number) => Promise<void> | null) | null = null;
 
@@ -150,14 +197,68 @@ export class Session {
     this.hz = options.mode === 'fixed' ? options.hz : 0;
     this.fields = options.fields;
     this.transport = options.transport;
-    host.pool.createSession(this.id, { fields: options.fields, maxAgents: host.maxAgents });
+    const restore = options.restore;
+    if (restore === undefined) {
+      this.id = randomUUID();
+      this.createdAt = new Date();
+      host.pool.createSession(this.id, { fields: options.fields, maxAgents: host.maxAgents });
+    } else {
+      this.id = restore.id;
+      this.createdAt = new Date(restore.createdAt);
+      host.pool.importSession(this.id, { fields: options.fields, maxAgents: host.maxAgents }, restore.exported);
+      this.basedOn = restore.basedOn;
+      this.lastTick = restore.lastTick;
+      this.lastTime = restore.lastTime;
+    }
     if (options.mode === 'fixed') {
       this.clock = new FixedClock(options.hz, {
         tick: (t) => this.fixedTick(t),
         idle: () => this.heartbeat(),
         idleAt: () => this.lastDecisionsAt + HEARTBEAT_MS,
       });
+      if (restore?.lastTick !== undefined) this.clock.continueFrom(restore.lastTick);
     }
+  }
+
+  /** Game time of the last lockstep tick (undefined before the first). */
+  get time(): number | undefined {
+    return this.lastTime;
+  }
+
+  /**
+   * Restore: re-runs stored inputs through the same paths as live ones, logging nothing again and sending
+   * nothing (the decisions already went out from the previous owner; lockstep keeps the last few for a client
+   * that re-sends a snapshot whose answer it lost).
+   */
+  async replay(run: (session: Session) => Promise<void>): Promise<void> {
+    this.replaying = true;
+    try {
+      await run(this);
+    } finally {
+      this.replaying = false;
+    }
+    if (this.lastTick !== undefined) this.clock?.continueFrom(this.lastTick);
+  }
+
+  /** The session moves to another instance: the attached client is told goodbye (it resumes there). */
+  letGo(): void {
+    const output = this.output;
+    this.output = null;
+    output?.replaced();
+  }
+
+  /**
+   * A client resumed the session (another connection, perhaps another instance): until the next tick runs, a
+   * snapshot of a tick already run is answered with that tick's decisions instead of being applied again.
+   */
+  resumed(): void {
+    this.answerKept = true;
+  }
+
+  /** Restore: runs one stored tick (its inputs were applied before). Lockstep ticks keep the game time. */
+  async replayTick(tick: number, time: number, dt: number): Promise<void> {
+    if (this.mode === 'lockstep') this.lastTime = time;
+    await this.runTick(tick, time, dt);
   }
 
   /** True while a client is attached. */
@@ -205,12 +306,13 @@ export class Session {
   }
 
   /** Ends the session and frees its agents (after the tick in flight). Idempotent. */
-  async end(): Promise<void> {
+  async end(reason = 'freed'): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.output = null;
     await this.quiesce();
     this.recorder?.ended();
+    this.durable?.ended(reason);
     this.host.pool.destroySession(this.id);
   }
 
@@ -224,14 +326,20 @@ export class Session {
       ...(a.bb !== undefined ? { bb: a.bb as Record<string, unknown> } : {}),
       ...(a.reload !== undefined ? { reload: a.reload } : {}),
     }));
-    this.recorder?.spawn(entries);
+    if (!this.replaying) {
+      this.recorder?.spawn(entries);
+      this.durable?.spawn(entries);
+    }
     const out = this.host.pool.spawn(this.id, entries);
     return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
   }
 
   /** Frees agents; unknown ids come back as E_UNKNOWN_AGENT. */
   despawn(ids: readonly AgentId[], refused: readonly EntryError[] = []): { ids: AgentId[]; errors: EntryError[] } {
-    this.recorder?.despawn(ids);
+    if (!this.replaying) {
+      this.recorder?.despawn(ids);
+      this.durable?.despawn(ids);
+    }
     const out = this.host.pool.despawn(this.id, ids);
     return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
   }
@@ -239,14 +347,20 @@ export class Session {
   /** Blackboard writes, applied at the next tick. */
   setBlackboard(set: readonly BlackboardEntry[]): EntryError[] {
     if (set.length === 0) return [];
-    this.recorder?.bb(set);
+    if (!this.replaying) {
+      this.recorder?.bb(set);
+      this.durable?.bb(set);
+    }
     return entryErrors(this.host.pool.setBlackboard(this.id, set as ReadonlyArray<readonly [AgentId, Record<string, unknown>]>));
   }
 
   /** Action results; a result for a seq no longer running is ignored by the agent. */
   results(results: readonly ActionResult[]): EntryError[] {
     if (results.length === 0) return [];
-    this.recorder?.results(results);
+    if (!this.replaying) {
+      this.recorder?.results(results);
+      this.durable?.results(results);
+    }
     return this.applyResults(results);
   }
 
@@ -262,7 +376,10 @@ export class Session {
    */
   applySnapshot(msg: SnapshotMessage, raw?: Uint8Array): EntryError[] {
     const pool = this.host.pool;
-    this.recorder?.snapshot(msg, raw);
+    if (!this.replaying) {
+      this.recorder?.snapshot(msg, raw);
+      this.durable?.snapshot(msg, raw);
+    }
     if (msg.world !== undefined) pool.setWorld(this.id, msg.world);
     if (msg.agents !== undefined || msg.full === true) {
       const { unknown } = pool.observe(
@@ -291,6 +408,12 @@ export class Session {
 
   private async lockstepNow(msg: SnapshotMessage, raw: Uint8Array | undefined): Promise<LockstepOutcome> {
     if (this.closed) throw new SnapshotRefused(ErrorCode.E_BAD_FIELD, 'the session has ended');
+    // A resumed client re-sending the snapshot of a tick that already ran (its answer was lost with the old
+    // connection): the tick's decisions again, nothing applied twice.
+    if (this.answerKept && this.lastTick !== undefined && msg.tick <= this.lastTick) {
+      const kept = this.kept.find((d) => d.tick === msg.tick);
+      if (kept !== undefined) return { decisions: kept, errors: [] };
+    }
     const time = msg.time;
     if (time === undefined) {
       throw new SnapshotRefused(ErrorCode.E_BAD_FIELD, Msg.badField('snapshot.time', 'expected a number (required in lockstep mode)'));
@@ -304,7 +427,9 @@ export class Session {
     const errors = this.applySnapshot(msg, raw);
     const dt = this.lastTime === undefined ? 0 : time - this.lastTime;
     this.lastTime = time;
+    this.answerKept = false;
     const { decisions, encoded } = await this.runTick(msg.tick, time, dt);
+    await this.durable?.settled();
     await this.hold?.(msg.tick);
     return encoded === undefined ? { decisions, errors } : { decisions, errors, encoded };
   }
@@ -359,9 +484,14 @@ export class Session {
     const basedOn = this.basedOn;
     const started = performance.now();
     let d: Decisions;
-    this.recorder?.tick(tick, time, dt, basedOn);
+    if (!this.replaying) {
+      this.recorder?.tick(tick, time, dt, basedOn);
+      this.durable?.tick(tick, time, dt, basedOn);
+    }
     try {
-      d = await this.host.pool.tick(this.id, tick, time, dt, basedOn ?? -1);
+      const pending = this.host.pool.tick(this.id, tick, time, dt, basedOn ?? -1);
+      if (!this.replaying) this.durable?.tickSent(tick, time);
+      d = await pending;
     } finally {
       metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
     }
@@ -379,7 +509,10 @@ export class Session {
       done: d.done,
       errors: d.errors as DecisionsFields['errors'],
     };
-    return { decisions, encoded: this.recorder?.decisions(decisions) };
+    if (this.mode === 'lockstep') {
+      if (this.kept.push(decisions) > KEPT_DECISIONS) this.kept.shift();
+    }
+    return { decisions, encoded: this.replaying ? undefined : this.recorder?.decisions(decisions) };
   }
 
   /** Agents the session has now. */

@@ -1,0 +1,95 @@
+// Durable sessions across instances (docs/durability.md, "Across instances"): real Canopy processes, a real
+// redis-server, the TypeScript client with a list of URLs. A lockstep session of a few thousand agents on A; A is
+// killed (SIGKILL); the client resumes on B (another worker count), which adopts the session from Redis once A's
+// lease expires; then B is drained (SIGTERM) and the session migrates to C. Every tick's decisions equal those of a
+// reference run of the same inputs on one instance without any failure.
+
+import { afterAll, beforeAll, describe, expect, onTestFailed, test } from 'vitest';
+import { CanopyClient } from '../../src/client/index.js';
+import { start, writeFixture } from '../service/harness.js';
+import { FIELDS, Game, TREES } from './game.js';
+import { metric, startInstance, startRedis, type Instance } from './procs.js';
+
+const AGENTS = 2000;
+const KILL_AFTER = 15;
+const DRAIN_AFTER = 30;
+const TICKS = 45;
+
+let fixture: Awaited<ReturnType<typeof writeFixture>>;
+let redis: Awaited<ReturnType<typeof startRedis>>;
+const instances: Instance[] = [];
+
+beforeAll(async () => {
+  fixture = await writeFixture(TREES);
+  redis = await startRedis();
+});
+
+afterAll(async () => {
+  for (const i of instances) i.proc.kill('SIGKILL');
+  await Promise.all(instances.map((i) => i.proc.exit));
+  await redis?.stop();
+  await fixture?.remove();
+});
+
+/** The reference: the same game on one in-process instance, nothing failing. */
+async function reference(): Promise<Game> {
+  const running = await start({ trees: fixture.trees, workers: 2 });
+  try {
+    const client = await CanopyClient.connect(running.wsUrl, { mode: 'lockstep', fields: FIELDS, reconnect: false });
+    const game = new Game(AGENTS);
+    await game.spawn(client);
+    for (let tick = 1; tick <= TICKS; tick++) await game.tick(client, tick);
+    await client.bye();
+    return game;
+  } finally {
+    await running.close();
+  }
+}
+
+function env(workers: number): Record<string, string> {
+  return { CANOPY_TREES: fixture.trees, CANOPY_WORKERS: String(workers), CANOPY_REDIS_URL: redis.url, CANOPY_REDIS_LEASE_MS: '1000', CANOPY_SHUTDOWN_MS: '20000' };
+}
+
+describe('durable sessions: two instances and Redis', () => {
+  test('SIGKILL of the owner: the client resumes on another instance, which adopts the session exactly; a drain migrates it again', async () => {
+    onTestFailed(() => {
+      for (const i of instances) console.error(`--- instance ${i.port}\n${i.proc.output().split('\n').filter((l) => !l.includes('"level":30') || /durable|session|goodbye|drain/.test(l)).slice(-30).join('\n')}`);
+    });
+    const expected = await reference();
+    const [a, b, c] = await Promise.all([startInstance(env(2)), startInstance(env(1)), startInstance(env(2))]);
+    instances.push(a!, b!, c!);
+    const client = await CanopyClient.connect([a!.wsUrl, b!.wsUrl, c!.wsUrl], {
+      mode: 'lockstep',
+      fields: FIELDS,
+      reconnect: { minDelayMs: 50, maxDelayMs: 500 },
+      requestTimeoutMs: 30_000,
+    });
+    const reconnects: Array<{ session: string; resumed: boolean }> = [];
+    client.on('reconnect', (r) => reconnects.push(r));
+    const session = client.session;
+    const game = new Game(AGENTS);
+    await game.spawn(client);
+    for (let tick = 1; tick <= KILL_AFTER; tick++) await game.tick(client, tick);
+    const openBeforeCrash = new Set(game.open);
+    expect(openBeforeCrash.size).toBeGreaterThan(0);
+
+    a!.proc.kill('SIGKILL');
+    await a!.proc.exit;
+    for (let tick = KILL_AFTER + 1; tick <= DRAIN_AFTER; tick++) await game.tick(client, tick);
+    expect(reconnects).toEqual([{ session, resumed: true, attempts: expect.any(Number) }]);
+    expect(await metric(b!.base, 'canopy_durable_adoptions_total{how="adopted"}')).toBe(1);
+    // Walks issued on A were completed by results B accepted: they are no longer open, and B's decisions match.
+    expect([...openBeforeCrash].filter((k) => game.open.has(k)).length).toBeLessThan(openBeforeCrash.size);
+
+    b!.proc.kill('SIGTERM');
+    for (let tick = DRAIN_AFTER + 1; tick <= TICKS; tick++) await game.tick(client, tick);
+    expect(await b!.proc.exit).toBe(0);
+    expect(reconnects.map((r) => r.resumed)).toEqual([true, true]);
+    expect(client.session).toBe(session);
+    // B released the session when it drained: C took it over as handed over, not after a lease expiry.
+    expect(await metric(c!.base, 'canopy_durable_adoptions_total{how="handed over"}')).toBe(1);
+
+    for (let tick = 1; tick <= TICKS; tick++) expect(game.decisions.get(tick), `decisions of tick ${tick}`).toEqual(expected.decisions.get(tick));
+    await client.bye();
+  }, 180_000);
+});
