@@ -84,6 +84,10 @@ describe('parseConfig', () => {
       CANOPY_RELOAD: 'keep',
       CANOPY_INSPECTOR_CONTROL: 'true',
       CANOPY_INSPECTOR_CONTROL_KEYS: 'b, c',
+      CANOPY_REDIS_URL: 'redis://redis:6379/2',
+      CANOPY_REDIS_LEASE_MS: '3000',
+      CANOPY_REDIS_CHECKPOINT_MS: '1000',
+      CANOPY_REDIS_WAIT_MS: '50',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -116,6 +120,10 @@ describe('parseConfig', () => {
       reload: 'keep',
       inspectorControl: true,
       inspectorControlKeys: ['b', 'c'],
+      redisUrl: 'redis://redis:6379/2',
+      redisLeaseMs: 3000,
+      redisCheckpointMs: 1000,
+      redisWaitMs: 50,
     });
   });
 
@@ -177,6 +185,10 @@ describe('parseConfig', () => {
       'CANOPY_RELOAD',
       'CANOPY_INSPECTOR_CONTROL',
       'CANOPY_INSPECTOR_CONTROL_KEYS',
+      'CANOPY_REDIS_URL',
+      'CANOPY_REDIS_LEASE_MS',
+      'CANOPY_REDIS_CHECKPOINT_MS',
+      'CANOPY_REDIS_WAIT_MS',
     ]);
   });
 
@@ -195,5 +207,8 @@ describe('parseConfig', () => {
   test('API keys never reach the logs', () => {
     expect(redactConfig(parseConfig([], { CANOPY_API_KEYS: 'secret' })).apiKeys).toEqual(['***']);
     expect(redactConfig(parseConfig([], { CANOPY_INSPECTOR_CONTROL_KEYS: 'secret' })).inspectorControlKeys).toEqual(['***']);
+    // A Redis URL's credentials neither.
+    expect(redactConfig(parseConfig([], { CANOPY_REDIS_URL: 'redis://user:pw@redis:6379' })).redisUrl).toBe('redis://***@redis:6379');
+    expect(() => parseConfig([], { CANOPY_REDIS_URL: 'http://redis' })).toThrow('CANOPY_REDIS_URL: expected a redis:// or rediss:// URL');
   });
 });
