@@ -276,6 +276,10 @@ export class DurableStore {
     this.closed = true;
     clearInterval(this.watch);
     this.sub.disconnect();
+    if (this.redis.status !== 'ready') {
+      this.redis.disconnect(); // nothing to wait for: quit would wait for a reconnection
+      return;
+    }
     try {
       await this.redis.quit();
     } catch {

@@ -89,7 +89,32 @@ describe('durable sessions: two instances and Redis', () => {
     // B released the session when it drained: C took it over as handed over, not after a lease expiry.
     expect(await metric(c!.base, 'canopy_durable_adoptions_total{how="handed over"}')).toBe(1);
 
+    expect(expected.decisions.size).toBe(TICKS);
     for (let tick = 1; tick <= TICKS; tick++) expect(game.decisions.get(tick), `decisions of tick ${tick}`).toEqual(expected.decisions.get(tick));
     await client.bye();
   }, 180_000);
+
+  test('hand-over: a client presenting the token to another instance while the owner lives gets the session, exactly', async () => {
+    onTestFailed(() => {
+      for (const i of instances) console.error(`--- instance ${i.port}\n${i.proc.output().split('\n').slice(-20).join('\n')}`);
+    });
+    const expected = await reference();
+    const [a, b] = await Promise.all([startInstance(env(2)), startInstance(env(2))]);
+    instances.push(a!, b!);
+    const first = await CanopyClient.connect(a!.wsUrl, { mode: 'lockstep', fields: FIELDS, reconnect: false });
+    const goodbye = new Promise((resolve) => first.on('goodbye', resolve));
+    const game = new Game(AGENTS);
+    await game.spawn(first);
+    for (let tick = 1; tick <= KILL_AFTER; tick++) await game.tick(first, tick);
+    // A second connection (the game server restarted, or a load balancer sent it elsewhere) resumes on B.
+    const second = await CanopyClient.connect(b!.wsUrl, { mode: 'lockstep', fields: FIELDS, resume: first.resumeToken, reconnect: false });
+    expect(second.session).toBe(first.session);
+    expect(second.welcome.tick).toBe(KILL_AFTER);
+    expect(await goodbye).toEqual({ reason: 'session resumed by another connection', retryAfterMs: undefined });
+    for (let tick = KILL_AFTER + 1; tick <= TICKS; tick++) await game.tick(second, tick);
+    expect(await metric(b!.base, 'canopy_durable_adoptions_total{how="handed over"}')).toBe(1);
+    expect(await metric(a!.base, 'canopy_sessions{mode="lockstep",transport="ws",connected="true"}')).toBeUndefined();
+    for (let tick = 1; tick <= TICKS; tick++) expect(game.decisions.get(tick), `decisions of tick ${tick}`).toEqual(expected.decisions.get(tick));
+    await second.bye();
+  }, 120_000);
 });

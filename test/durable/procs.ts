@@ -64,9 +64,9 @@ function watch(child: ChildProcess): Proc {
 }
 
 /** A throwaway redis-server: no persistence, on a free port of 127.0.0.1. */
-export async function startRedis(): Promise<{ url: string; port: number; proc: Proc; stop(): Promise<void> }> {
+export async function startRedis(extra: readonly string[] = []): Promise<{ url: string; port: number; proc: Proc; stop(): Promise<void> }> {
   const port = await freePort();
-  const proc = watch(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] }));
+  const proc = watch(spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] }));
   await proc.waitFor(/Ready to accept connections/);
   return {
     url: `redis://127.0.0.1:${port}`,
