@@ -209,7 +209,13 @@ export class Durability {
     out.forEach((r, i) => {
       const id = list[i]!.session;
       if (r === 0 && this.journals.has(id)) void this.lost(id);
-      else if (r === 2) this.journals.get(id)?.restart();
+      else if (r === 2 && this.journals.has(id)) {
+        // The lease had gone (Redis restarted empty, or was out of reach longer than a lease): taken again; the
+        // token is stored again and the next tick's checkpoint restarts the log.
+        this.journals.get(id)!.restart();
+        const token = list[i]!.token;
+        if (token !== null) this.store.setToken(id, token, null);
+      }
     });
   }
 
