@@ -283,6 +283,34 @@ describe('closing', () => {
 });
 
 describe('reconnect', () => {
+  // Durable sessions (docs/durability.md): a lockstep tick in flight survives a drop; after the resume the
+  // client sends again exactly what the session had not applied, as welcome.tick says.
+  for (const [ran, expected] of [
+    [1, ['bb', 'snapshot', 'result']],
+    [2, ['snapshot', 'result']],
+  ] as const) {
+    it(`lockstep: a tick in flight waits for the resume; welcome.tick ${ran}: sends again ${expected.join(', ')}`, async () => {
+      const client = await connect({ mode: 'lockstep', fields: ['x'] });
+      expect((await client.lockstep({ tick: 1, time: 0 })).tick).toBe(1);
+      server.onMessage = (msg) => msg.t === 'snapshot'; // tick 2 goes unanswered
+      client.setBlackboard([[1, { mood: 2 }]]);
+      const tick2 = client.lockstep({ tick: 2, time: 0.1 });
+      client.results([[1, 1, 'success']]);
+      await server.until(() => server.last.received.length === 4); // snapshot 1, bb, snapshot 2, result
+      server.resumeTick = ran;
+      server.onMessage = undefined;
+      const reconnect = client.next('reconnect');
+      server.dropAll();
+      expect(await reconnect).toMatchObject({ session: 's1', resumed: true });
+      expect((await tick2).tick).toBe(2);
+      expect(server.last.received.map((m) => m.t)).toEqual(expected);
+      // A tick asked for while disconnected waits too, and goes out after the resume.
+      server.dropAll();
+      const tick3 = client.lockstep({ tick: 3, time: 0.2 });
+      expect((await tick3).tick).toBe(3);
+    });
+  }
+
   it('reconnects after a drop and resumes the session with its token', async () => {
     server.onMessage = (msg) => msg.t === 'ping'; // pings go unanswered
     const client = await connect();

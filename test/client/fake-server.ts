@@ -44,6 +44,8 @@ export class FakeServer {
   onMessage: Handler | undefined;
   /** When set, upgrades need `Authorization: Bearer <apiKey>`. */
   apiKey: string | undefined;
+  /** `welcome.tick` of resumed sessions (the last tick the session ran), when set. */
+  resumeTick: number | undefined;
   /** Refuse the next N upgrades with this status. */
   refuseUpgrades = 0;
   refuseStatus = 503;
@@ -174,6 +176,7 @@ export class FakeServer {
           hz: hello.mode === 'lockstep' ? 0 : (hello.hz ?? 20),
           trees: ['guard', 'orc'],
           limits: { maxAgents: 1000, maxFrameBytes: 1 << 24 },
+          ...(hello.resume !== undefined && this.resumeTick !== undefined ? { tick: this.resumeTick } : {}),
         },
         hello.id,
       ),
