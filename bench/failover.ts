@@ -53,6 +53,8 @@ async function failover(): Promise<void> {
   let owner: Instance = await startInstance(env);
   let next: Promise<Instance> = startInstance(env);
   const times: number[] = [];
+  /** On the heir: from the hello with the token to the session restored (lease wait, load, import, replay). */
+  const adoptMs: number[] = [];
   for (let t = 0; t < trials; t++) {
     const heir = await next;
     const client = await CanopyClient.connect([owner.wsUrl, heir.wsUrl], { mode: 'lockstep', fields: FIELDS, reconnect: { minDelayMs: 20, maxDelayMs: 200 }, requestTimeoutMs: 60_000 });
@@ -68,6 +70,8 @@ async function failover(): Promise<void> {
     await game.tick(client, 11);
     clearTimeout(watchdog);
     times.push(performance.now() - killed);
+    const restored = /"ms":(\d+),"agents":\d+,"tick":\d+,"msg":"durable session restored/.exec(heir.proc.output().split('\n').filter((l) => l.includes('durable session restored')).at(-1) ?? '');
+    if (restored !== null) adoptMs.push(Number(restored[1]));
     await owner.proc.exit;
     await client.bye();
     owner = heir;
@@ -77,7 +81,8 @@ async function failover(): Promise<void> {
   console.log(`\n1. Fail-over: SIGKILL of the owner → first decisions from the other instance (${failoverAgents} agents, lease ${leaseMs} ms, ${trials} trials)`);
   console.log(formatTable([
     ['', 'median', 'p99', 'min', 'max'],
-    ['ms', quantile(times, 0.5).toFixed(0), quantile(times, 0.99).toFixed(0), Math.min(...times).toFixed(0), Math.max(...times).toFixed(0)],
+    ['SIGKILL → decisions, ms', quantile(times, 0.5).toFixed(0), quantile(times, 0.99).toFixed(0), Math.min(...times).toFixed(0), Math.max(...times).toFixed(0)],
+    ['of which hello → restored (lease wait + restore), ms', quantile(adoptMs, 0.5).toFixed(0), quantile(adoptMs, 0.99).toFixed(0), Math.min(...adoptMs).toFixed(0), Math.max(...adoptMs).toFixed(0)],
   ]));
 }
 
@@ -114,14 +119,16 @@ class Side {
 async function cost(): Promise<void> {
   const off = await Side.open('without Redis', await start({ trees: fixture.trees, workers: 2 }));
   const on = await Side.open('with Redis', await start({ trees: fixture.trees, workers: 2, redisUrl: redis.url }));
+  const noWait = await Side.open('with Redis, no write-ahead (CANOPY_REDIS_WAIT_MS=0)', await start({ trees: fixture.trees, workers: 2, redisUrl: redis.url, redisWaitMs: 0 }));
   // One block each to warm up, then alternating blocks.
   await off.block(false);
   await on.block(false);
+  await noWait.block(false);
   const logBefore = (await metric(on.running.base, 'canopy_durable_bytes_total{kind="log"}')) ?? 0;
   const ckptBefore = (await metric(on.running.base, 'canopy_durable_bytes_total{kind="checkpoint"}')) ?? 0;
   const ticksBefore = on.tick;
   for (let b = 0; b < blocks; b++) {
-    const order = b % 2 === 0 ? [off, on] : [on, off];
+    const order = b % 2 === 0 ? [off, on, noWait] : [noWait, on, off];
     for (const side of order) await side.block(true);
   }
   const ticks = on.tick - ticksBefore;
@@ -142,11 +149,13 @@ async function cost(): Promise<void> {
     ['', 'CPU ms/tick (median)', 'wall ms/tick (median)'],
     [off.label, med(off.cpu).toFixed(2), med(off.wall).toFixed(2)],
     [on.label, med(on.cpu).toFixed(2), med(on.wall).toFixed(2)],
+    [noWait.label, med(noWait.cpu).toFixed(2), med(noWait.wall).toFixed(2)],
     ['ratio with/without', (med(on.cpu) / med(off.cpu)).toFixed(3), (med(on.wall) / med(off.wall)).toFixed(3)],
+    ['ratio no write-ahead/without', (med(noWait.cpu) / med(off.cpu)).toFixed(3), (med(noWait.wall) / med(off.wall)).toFixed(3)],
   ]));
   const pairs = off.cpu.map((c, i) => on.cpu[i]! - c);
   console.log(`paired blocks, CPU with − without: ${Math.min(...pairs).toFixed(2)} … ${Math.max(...pairs).toFixed(2)} ms (mean ${(pairs.reduce((a, b) => a + b, 0) / pairs.length).toFixed(2)} ms)`);
-  for (const side of [off, on]) {
+  for (const side of [off, on, noWait]) {
     await side.client.bye();
     await side.running.close();
   }

@@ -68,7 +68,7 @@ export interface Config {
   readonly redisLeaseMs: number;
   /** Session time between two durable checkpoints of a session, ms. */
   readonly redisCheckpointMs: number;
-  /** Longest a lockstep answer waits for its inputs to reach Redis, ms (then Redis counts as slow: degraded). */
+  /** Longest a lockstep answer waits for its inputs to reach Redis, ms; 0: it does not wait (no write-ahead). */
   readonly redisWaitMs: number;
 }
 
@@ -155,7 +155,7 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   redisUrl: (raw, name) => ({ redisUrl: redisUrl(raw, name) }),
   redisLeaseMs: (raw, name) => ({ redisLeaseMs: integer(raw, name, 300, 600_000) }),
   redisCheckpointMs: (raw, name) => ({ redisCheckpointMs: integer(raw, name, 50, 600_000) }),
-  redisWaitMs: (raw, name) => ({ redisWaitMs: integer(raw, name, 1, 60_000) }),
+  redisWaitMs: (raw, name) => ({ redisWaitMs: integer(raw, name, 0, 60_000) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */

@@ -146,7 +146,7 @@ export class SessionJournal implements DurableTap {
 
   settled(): Promise<void> | null {
     const last = this.lastWrite;
-    if (last === null || this.lastWriteDone || this.gap || this.host.store.degraded) return null;
+    if (last === null || this.lastWriteDone || this.gap || this.host.waitMs === 0 || this.host.store.degraded) return null;
     return new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, this.host.waitMs);
       void last.then(() => {
