@@ -117,4 +117,25 @@ describe('durable sessions: two instances and Redis', () => {
     for (let tick = 1; tick <= TICKS; tick++) expect(game.decisions.get(tick), `decisions of tick ${tick}`).toEqual(expected.decisions.get(tick));
     await second.bye();
   }, 120_000);
+
+  test('fixed mode: a drained session continues on another instance, its clock numbering and agents as they were', async () => {
+    const [a, b] = await Promise.all([startInstance(env(1)), startInstance(env(1))]);
+    instances.push(a!, b!);
+    const client = await CanopyClient.connect([a!.wsUrl, b!.wsUrl], { mode: 'fixed', hz: 50, fields: FIELDS, reconnect: { minDelayMs: 50, maxDelayMs: 500 } });
+    const ticks: number[] = [];
+    client.on('decisions', (d) => ticks.push(d.tick));
+    await new Game(200).spawn(client);
+    await client.next('decisions');
+    const reconnected = client.next('reconnect');
+    a!.proc.kill('SIGTERM');
+    expect(await reconnected).toMatchObject({ session: client.session, resumed: true });
+    expect(await a!.proc.exit).toBe(0);
+    const before = ticks.length;
+    const after = await client.next('decisions');
+    expect(ticks.length).toBeGreaterThan(before);
+    // The service tick goes on from where A left it (not from 1): the clock was restored with the session.
+    expect(after.tick).toBeGreaterThan(ticks[before - 1]!);
+    expect(await metric(b!.base, 'canopy_agents')).toBe(200);
+    await client.bye();
+  }, 60_000);
 });

@@ -117,6 +117,7 @@ describe('crash and stall recovery (2 workers, lockstep over a WebSocket)', () =
     rmSync(marker);
     const crashed = await session(1);
     expect(existsSync(marker)).toBe(true); // the plugin did kill its worker
+    expect((await running.server.metrics.workerRecoveries.get()).values[0]?.value).toBeGreaterThanOrEqual(1);
     expect(crashed.errors).toEqual([]);
     expect(reference.frames).toHaveLength(TICKS);
     expect(crashed.frames).toHaveLength(TICKS);
