@@ -133,12 +133,17 @@ export class Durability {
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
       const how = took === 'handed' ? 'handed over' : 'adopted';
+      const leased = performance.now();
       // Renewed from now on, while the restore runs (it may take longer than a lease).
       this.adopting.add(id);
       const session = await this.restore(id);
       if (session === null) return { unknown: true };
       this.opts.metrics.durableAdoptions.inc({ how });
-      this.opts.logger.info({ session: id, how, ms: Math.round(performance.now() - started), agents: session.agentCount(), tick: session.lastTick }, 'durable session restored on this instance');
+      const now = performance.now();
+      this.opts.logger.info(
+        { session: id, how, restoreMs: Math.round(now - leased), ms: Math.round(now - started), agents: session.agentCount(), tick: session.lastTick },
+        'durable session restored on this instance',
+      );
       return { session, how };
     } catch (err) {
       this.opts.logger.error({ err, session: id }, 'durable sessions: restoring a session failed');
