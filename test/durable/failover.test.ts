@@ -118,6 +118,27 @@ describe('durable sessions: two instances and Redis', () => {
     await second.bye();
   }, 120_000);
 
+  test('an instance whose trees differ from the checkpoint\'s cannot adopt: the client gets a new session (resumed: false)', async () => {
+    const other = await writeFixture({ mixed: { ...TREES.mixed, blackboard: { mood: 2, extra: 0 } } });
+    try {
+      const a = await startInstance(env(1));
+      const b = await startInstance({ ...env(1), CANOPY_TREES: other.trees });
+      instances.push(a, b);
+      const client = await CanopyClient.connect([a.wsUrl, b.wsUrl], { mode: 'lockstep', fields: FIELDS, reconnect: { minDelayMs: 50, maxDelayMs: 500 } });
+      const game = new Game(100);
+      await game.spawn(client);
+      for (let tick = 1; tick <= 3; tick++) await game.tick(client, tick);
+      const reconnected = client.next('reconnect');
+      a.proc.kill('SIGKILL');
+      expect(await reconnected).toMatchObject({ resumed: false });
+      await b.proc.waitFor(/a stored session cannot be restored here; it is dropped/);
+      expect(await metric(b.base, 'canopy_agents')).toBe(0);
+      await client.bye();
+    } finally {
+      await other.remove();
+    }
+  }, 60_000);
+
   test('fixed mode: a drained session continues on another instance, its clock numbering and agents as they were', async () => {
     const [a, b] = await Promise.all([startInstance(env(1)), startInstance(env(1))]);
     instances.push(a!, b!);

@@ -146,6 +146,13 @@ export class Durability {
       );
       return { session, how };
     } catch (err) {
+      if (err instanceof Unrestorable) {
+        // Its trees changed (a deploy with other trees), or its state cannot be read here: it never will be. The
+        // client starts a new session (resumed: false) instead of retrying until the stored state expires.
+        this.opts.logger.error({ err: err.cause, session: id }, 'durable sessions: a stored session cannot be restored here; it is dropped');
+        await this.store.forget(id, token);
+        return { unknown: true };
+      }
       this.opts.logger.error({ err, session: id }, 'durable sessions: restoring a session failed');
       await this.store.release(id);
       return { retry: 'restoring the session failed' };
@@ -231,9 +238,15 @@ export class Durability {
       await this.store.release(id);
       return null;
     }
-    const ckpt = deserialize(stored.checkpoint) as StoredCheckpoint;
-    if (ckpt.v !== 1) throw new Error(`unsupported durable checkpoint version ${String(ckpt.v)}`);
-    const entries = stored.entries.filter((e) => e.id > ckpt.covers).map((e) => ({ id: e.id, records: readEntry(e.blob) }));
+    let ckpt: StoredCheckpoint;
+    let entries: Array<{ id: number; records: LogRecord[] }>;
+    try {
+      ckpt = deserialize(stored.checkpoint) as StoredCheckpoint;
+      if (ckpt.v !== 1) throw new Error(`unsupported durable checkpoint version ${String(ckpt.v)}`);
+      entries = stored.entries.filter((e) => e.id > ckpt.covers).map((e) => ({ id: e.id, records: readEntry(e.blob) }));
+    } catch (err) {
+      throw new Unrestorable(err);
+    }
     // Lockstep: inputs after the last stored tick are the client's to send again (it re-sends everything after the
     // last tick it knows ran); they are dropped here and from the log.
     let keep = entries.length;
@@ -242,22 +255,40 @@ export class Durability {
       await this.store.dropEntries(id, entries.slice(keep).map((e) => e.id));
     }
     const replay = entries.slice(0, keep);
-    const session = this.sessions!.restore({
-      mode: ckpt.mode,
-      hz: ckpt.hz,
-      fields: ckpt.fields,
-      transport: 'ws',
-      restore: { id, createdAt: ckpt.createdAt, exported: ckpt.exported, basedOn: ckpt.basedOn, lastTick: ckpt.lastTick, lastTime: ckpt.lastTime },
-    });
-    await session.replay(async (s) => {
-      for (const e of replay) for (const r of e.records) await applyRecord(s, r);
-    });
+    let session: Session;
+    try {
+      session = this.sessions!.restore({
+        mode: ckpt.mode,
+        hz: ckpt.hz,
+        fields: ckpt.fields,
+        transport: 'ws',
+        restore: { id, createdAt: ckpt.createdAt, exported: ckpt.exported, basedOn: ckpt.basedOn, lastTick: ckpt.lastTick, lastTime: ckpt.lastTime },
+      });
+    } catch (err) {
+      throw new Unrestorable(err); // a tree missing, or of another version than the checkpoint's
+    }
+    try {
+      await session.replay(async (s) => {
+        for (const e of replay) for (const r of e.records) await applyRecord(s, r);
+      });
+    } catch (err) {
+      await this.sessions!.free(session, 'moved');
+      throw err;
+    }
     const lastId = replay.length > 0 ? replay[replay.length - 1]!.id : ckpt.covers;
     const journal = new SessionJournal(this.host, session, Math.max(lastId, ...entries.map((e) => e.id), ckpt.covers));
     this.journals.set(id, journal);
     session.durable = journal;
     journal.checkpointNow();
     return session;
+  }
+}
+
+/** A stored session this instance can never restore (its trees differ, its state is unreadable). */
+class Unrestorable extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'Unrestorable';
   }
 }
 
