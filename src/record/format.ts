@@ -1,22 +1,27 @@
-// The recording file format (docs/recording.md): a magic line, then independently compressed (Brotli) blocks of
-// length-delimited records. Shared by the writer (service), the reader, replay and the inspector.
+// The recording file format (docs/recording.md): a magic line, then independently compressed (zstd or Brotli)
+// blocks of length-delimited records. Shared by the writer (service), the reader, replay and the inspector.
 
 import { crc32 } from 'node:zlib';
 import type { AgentId, DecisionsFields } from '../protocol/index.js';
+import { Codec } from './codec.js';
 
-/** First bytes of every recording file (8 bytes: name and format version). */
-export const MAGIC = Buffer.from('CANOPYR1', 'latin1');
+/** First bytes of every recording file written now (8 bytes: name and file format version). */
+export const MAGIC = Buffer.from('CANOPYR2', 'latin1');
+/** First bytes of a format 1 file (28-byte block headers, every block Brotli): still read. */
+export const MAGIC_V1 = Buffer.from('CANOPYR1', 'latin1');
 /** Format version written in the header record; a reader refuses newer ones. */
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 /** File name extension of a recording part. */
 export const EXTENSION = '.canopyrec';
 
 /**
  * Block header, little-endian: u32 compressed length, u32 raw length, u32 CRC-32 of the compressed bytes,
- * f64 first tick, f64 last tick (NaN when the block holds no tick). A reader hops from header to header to
- * find a tick without inflating anything: that is the index.
+ * f64 first tick, f64 last tick (NaN when the block holds no tick), u8 codec ({@link Codec}), 3 bytes zero.
+ * A reader hops from header to header to find a tick without inflating anything: that is the index.
  */
-export const BLOCK_HEADER_BYTES = 28;
+export const BLOCK_HEADER_BYTES = 32;
+/** Format 1's block header: the same fields without the codec (always Brotli). */
+export const BLOCK_HEADER_BYTES_V1 = 28;
 
 /**
  * Record kinds (one byte before each record's u32 length). Payloads are MessagePack, except SNAPSHOT_FRAME
@@ -125,14 +130,15 @@ export function recordHead(kind: Kind, length: number): Buffer {
   return head;
 }
 
-/** The block header for compressed bytes `body` covering ticks `first`..`last` (NaN: none). */
-export function blockHeader(body: Uint8Array, rawLength: number, first: number, last: number): Buffer {
-  const h = Buffer.allocUnsafe(BLOCK_HEADER_BYTES);
+/** The block header for `codec`-compressed bytes `body` covering ticks `first`..`last` (NaN: none). */
+export function blockHeader(body: Uint8Array, rawLength: number, first: number, last: number, codec: Codec): Buffer {
+  const h = Buffer.alloc(BLOCK_HEADER_BYTES);
   h.writeUInt32LE(body.length, 0);
   h.writeUInt32LE(rawLength, 4);
   h.writeUInt32LE(crc32(body), 8);
   h.writeDoubleLE(first, 12);
   h.writeDoubleLE(last, 20);
+  h[28] = codec;
   return h;
 }
 
@@ -143,11 +149,22 @@ export interface BlockInfo {
   readonly crc: number;
   readonly firstTick: number;
   readonly lastTick: number;
+  /** How the block is compressed ({@link Codec}; format 1 blocks are Brotli). */
+  readonly codec: number;
 }
 
-export function readBlockHeader(h: Uint8Array): BlockInfo {
+/** Reads a block header of `headerBytes` ({@link BLOCK_HEADER_BYTES}, or {@link BLOCK_HEADER_BYTES_V1} in a format 1 file). */
+export function readBlockHeader(h: Uint8Array, headerBytes: number = BLOCK_HEADER_BYTES): BlockInfo {
   const b = Buffer.from(h.buffer, h.byteOffset, h.byteLength);
-  return { compressed: b.readUInt32LE(0), raw: b.readUInt32LE(4), crc: b.readUInt32LE(8), firstTick: b.readDoubleLE(12), lastTick: b.readDoubleLE(20) };
+  const codec = headerBytes === BLOCK_HEADER_BYTES_V1 ? Codec.BROTLI : b[28]!;
+  return { compressed: b.readUInt32LE(0), raw: b.readUInt32LE(4), crc: b.readUInt32LE(8), firstTick: b.readDoubleLE(12), lastTick: b.readDoubleLE(20), codec };
+}
+
+/** The block header size of a file that starts with `magic`, or null if it is not a recording. */
+export function blockHeaderBytes(magic: Uint8Array): number | null {
+  if (MAGIC.equals(magic)) return BLOCK_HEADER_BYTES;
+  if (MAGIC_V1.equals(magic)) return BLOCK_HEADER_BYTES_V1;
+  return null;
 }
 
 /** Recording ids and part file names: letters, digits, `-`, `_`, `.` only, never `..` (no path can be formed). */

@@ -3,10 +3,11 @@
 
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { brotliDecompressSync, crc32 } from 'node:zlib';
+import { crc32 } from 'node:zlib';
 import { decode } from '../protocol/index.js';
+import { CodecError, decompressBlock } from './codec.js';
 import {
-  BLOCK_HEADER_BYTES,
+  blockHeaderBytes,
   FORMAT_VERSION,
   Kind,
   MAGIC,
@@ -100,14 +101,15 @@ export class RecordingReader {
       const fd = openSync(part, 'r');
       try {
         const size = statSync(part).size;
+        const headerBytes = readMagic(fd, part);
         let offset = MAGIC.length;
-        const head = Buffer.alloc(BLOCK_HEADER_BYTES);
-        while (offset + BLOCK_HEADER_BYTES <= size) {
-          readSync(fd, head, 0, BLOCK_HEADER_BYTES, offset);
-          const info = readBlockHeader(head);
-          if (offset + BLOCK_HEADER_BYTES + info.compressed > size) break;
+        const head = Buffer.alloc(headerBytes);
+        while (offset + headerBytes <= size) {
+          readSync(fd, head, 0, headerBytes, offset);
+          const info = readBlockHeader(head, headerBytes);
+          if (offset + headerBytes + info.compressed > size) break;
           out.push({ ...info, part, offset });
-          offset += BLOCK_HEADER_BYTES + info.compressed;
+          offset += headerBytes + info.compressed;
         }
       } finally {
         closeSync(fd);
@@ -127,30 +129,33 @@ function* readPart(path: string, problems: string[] | null): Generator<RawRecord
   }
   try {
     const size = statSync(path).size;
-    const magic = Buffer.alloc(MAGIC.length);
-    if (readSync(fd, magic, 0, MAGIC.length, 0) < MAGIC.length || !magic.equals(MAGIC)) {
-      throw new RecordingError(`${path}: not a Canopy recording`);
-    }
+    const headerBytes = readMagic(fd, path);
     let offset = MAGIC.length;
-    const head = Buffer.alloc(BLOCK_HEADER_BYTES);
+    const head = Buffer.alloc(headerBytes);
     while (offset < size) {
-      if (offset + BLOCK_HEADER_BYTES > size) {
+      if (offset + headerBytes > size) {
         problems?.push(`${basename(path)}: cut off inside a block header at byte ${offset}`);
         return;
       }
-      readSync(fd, head, 0, BLOCK_HEADER_BYTES, offset);
-      const info = readBlockHeader(head);
-      if (offset + BLOCK_HEADER_BYTES + info.compressed > size) {
+      readSync(fd, head, 0, headerBytes, offset);
+      const info = readBlockHeader(head, headerBytes);
+      if (offset + headerBytes + info.compressed > size) {
         problems?.push(`${basename(path)}: cut off inside the block at byte ${offset}`);
         return;
       }
       const body = Buffer.allocUnsafe(info.compressed);
-      readSync(fd, body, 0, info.compressed, offset + BLOCK_HEADER_BYTES);
+      readSync(fd, body, 0, info.compressed, offset + headerBytes);
       if (crc32(body) !== info.crc) {
         problems?.push(`${basename(path)}: the block at byte ${offset} is damaged (checksum)`);
         return;
       }
-      const raw = brotliDecompressSync(body);
+      let raw: Buffer;
+      try {
+        raw = decompressBlock(info.codec, body, info.raw);
+      } catch (err) {
+        if (err instanceof CodecError) throw new RecordingError(`${basename(path)}: ${err.message}`);
+        throw err;
+      }
       let at = 0;
       while (at + 5 <= raw.length) {
         const kind = raw[at] as Kind;
@@ -159,9 +164,17 @@ function* readPart(path: string, problems: string[] | null): Generator<RawRecord
         yield { kind, payload: raw.subarray(at + 5, at + 5 + length) };
         at += 5 + length;
       }
-      offset += BLOCK_HEADER_BYTES + info.compressed;
+      offset += headerBytes + info.compressed;
     }
   } finally {
     closeSync(fd);
   }
+}
+
+/** Checks the file's first bytes and returns its block header size (format 1 and 2 files are read). @throws {RecordingError} */
+function readMagic(fd: number, path: string): number {
+  const magic = Buffer.alloc(MAGIC.length);
+  const headerBytes = readSync(fd, magic, 0, MAGIC.length, 0) < MAGIC.length ? null : blockHeaderBytes(magic);
+  if (headerBytes === null) throw new RecordingError(`${path}: not a Canopy recording`);
+  return headerBytes;
 }

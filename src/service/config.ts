@@ -3,6 +3,7 @@
 
 import { availableParallelism } from 'node:os';
 import { LIMITS } from '../protocol/index.js';
+import { zstdAvailable, type CodecChoice } from '../record/codec.js';
 
 /** The service's settings, parsed and checked. */
 export interface Config {
@@ -52,6 +53,8 @@ export interface Config {
   readonly recordMaxBytes: number;
   /** Above this many bytes of recordings in the folder, the oldest finished parts are deleted; 0: no cap. */
   readonly recordMaxTotalBytes: number;
+  /** Block codec of new recordings: `auto` (zstd where this Node has it, Brotli otherwise), `zstd` or `brotli`. */
+  readonly recordCodec: CodecChoice;
   /** Largest body of POST /v1/trees/validate, in bytes. */
   readonly maxValidateBytes: number;
   /** Reload the trees when a file of the folder changes (default: true unless NODE_ENV=production). */
@@ -106,6 +109,7 @@ export function defaultConfig(): Config {
     recordDir: './recordings',
     recordMaxBytes: 256 * 1024 * 1024,
     recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
+    recordCodec: 'auto',
     maxValidateBytes: 1024 * 1024,
     watch: true,
     reload: 'restart',
@@ -147,6 +151,7 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   recordDir: (raw, name) => ({ recordDir: nonEmpty(raw, name) }),
   recordMaxBytes: (raw, name) => ({ recordMaxBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
   recordMaxTotalBytes: (raw, name) => ({ recordMaxTotalBytes: integer(raw, name, 0, Number.MAX_SAFE_INTEGER) }),
+  recordCodec: (raw, name) => ({ recordCodec: recordCodec(raw, name) }),
   maxValidateBytes: (raw, name) => ({ maxValidateBytes: integer(raw, name, 1024, MAX_FRAME_BYTES) }),
   watch: (raw, name) => ({ watch: boolean(raw, name) }),
   reload: (raw, name) => ({ reload: reloadPolicy(raw, name) }),
@@ -264,6 +269,13 @@ function level(raw: string, name: string): LogLevel {
 function recordMode(raw: string, name: string): 'none' | 'all' {
   const text = raw.trim().toLowerCase();
   if (text !== 'none' && text !== 'all') throw new ConfigError(`${name}: expected none or all, got ${JSON.stringify(raw)}`);
+  return text;
+}
+
+function recordCodec(raw: string, name: string): CodecChoice {
+  const text = raw.trim().toLowerCase();
+  if (text !== 'auto' && text !== 'zstd' && text !== 'brotli') throw new ConfigError(`${name}: expected auto, zstd or brotli, got ${JSON.stringify(raw)}`);
+  if (text === 'zstd' && !zstdAvailable) throw new ConfigError(`${name}: zstd needs Node 22.15 or later (this is Node ${process.versions.node}); use auto or brotli`);
   return text;
 }
 

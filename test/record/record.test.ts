@@ -3,11 +3,15 @@
 
 import { copyFile, mkdtemp, readFile, readdir, rm, truncate, writeFile, mkdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import * as zlib from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, crc32 } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { TreeLibrary } from '../../src/bt/library.js';
 import { decode } from '../../src/protocol/index.js';
-import { Kind, RecordingWriter, ReplaySession, verifyRecording, whatIf } from '../../src/record/index.js';
+import { Kind, RecordingReader, RecordingWriter, ReplaySession, verifyRecording, whatIf } from '../../src/record/index.js';
+import { Codec, zstdAvailable } from '../../src/record/codec.js';
+import { BLOCK_HEADER_BYTES, MAGIC, MAGIC_V1 } from '../../src/record/format.js';
 import { http, RawClient, start, type Frame, type Running } from '../service/harness.js';
 import { FIELDS, hp, playLockstep } from './game.js';
 
@@ -24,6 +28,35 @@ afterAll(async () => {
   await running.close();
   await rm(dir, { recursive: true, force: true });
 });
+
+/**
+ * The recording `file` rewritten block by block: as a format 1 file (`v1`: CANOPYR1, 28-byte block headers,
+ * Brotli), or as format 2 with every block in `codec` (an unreadable codec byte keeps Brotli bodies).
+ */
+async function rewrite(file: string, to: 'v1' | Codec): Promise<Buffer> {
+  const bytes = await readFile(file);
+  expect(bytes.subarray(0, 8).equals(MAGIC)).toBe(true);
+  const out: Buffer[] = [to === 'v1' ? MAGIC_V1 : MAGIC];
+  for (let at = MAGIC.length; at < bytes.length; ) {
+    const head = bytes.subarray(at, at + BLOCK_HEADER_BYTES);
+    const body = bytes.subarray(at + BLOCK_HEADER_BYTES, at + BLOCK_HEADER_BYTES + head.readUInt32LE(0));
+    at += BLOCK_HEADER_BYTES + body.length;
+    const raw = head[28] === Codec.ZSTD ? zstdDecompress(body) : brotliDecompressSync(body);
+    const packed = to === Codec.ZSTD && zstdAvailable ? zstdCompress(raw) : brotliCompressSync(raw);
+    const h = Buffer.alloc(to === 'v1' ? 28 : BLOCK_HEADER_BYTES);
+    head.copy(h, 0, 0, 28);
+    h.writeUInt32LE(packed.length, 0);
+    h.writeUInt32LE(crc32(packed), 8);
+    if (to !== 'v1') h[28] = to;
+    out.push(h, packed);
+  }
+  return Buffer.concat(out);
+}
+
+/** node:zlib's zstd (Node ≥ 22.15), untyped in the project's Node 20 type definitions. */
+const zstdZlib = zlib as unknown as { zstdCompressSync(b: Uint8Array): Buffer; zstdDecompressSync(b: Uint8Array): Buffer };
+const zstdCompress = (b: Uint8Array): Buffer => zstdZlib.zstdCompressSync(b);
+const zstdDecompress = (b: Uint8Array): Buffer => zstdZlib.zstdDecompressSync(b);
 
 /** Stops the session's recording (resolves once the file is complete) and returns the first part's path. */
 async function stopRecording(session: string): Promise<string> {
@@ -95,6 +128,38 @@ describe('lockstep', () => {
     expect(report.identical).toBe(true);
     expect(report.truncated).toMatch(/cut off/);
     expect(report.ticks).toBeLessThan(60);
+  });
+
+  test('every block codec, and format 1 files (CANOPYR1, Brotli only), read back and replay identical', async () => {
+    const original = [...RecordingReader.open(lockstepFile).records()].map((r) => [r.kind, r.payload.toString('hex')]);
+    const asV1 = join(dir, 'v1.p001.canopyrec');
+    await writeFile(asV1, await rewrite(lockstepFile, 'v1'));
+    expect((await readFile(asV1)).subarray(0, 8).equals(MAGIC_V1)).toBe(true);
+    const asBrotli = join(dir, 'brotli.p001.canopyrec');
+    await writeFile(asBrotli, await rewrite(lockstepFile, Codec.BROTLI));
+    const files = [asV1, asBrotli];
+    if (zstdAvailable) {
+      const asZstd = join(dir, 'zstd.p001.canopyrec');
+      await writeFile(asZstd, await rewrite(lockstepFile, Codec.ZSTD));
+      files.push(asZstd);
+    }
+    for (const file of files) {
+      const reader = RecordingReader.open(file);
+      expect([...reader.records()].map((r) => [r.kind, r.payload.toString('hex')])).toEqual(original);
+      expect(reader.problem).toBeNull();
+      expect(reader.index().at(-1)!.lastTick).toBe(60);
+      expect(await verifyRecording(file)).toMatchObject({ identical: true, truncated: null, ticks: 60, frames: 60 });
+    }
+    // A block in a codec this Node cannot read stops with a clear message, not garbage.
+    const unknown = join(dir, 'unknown.p001.canopyrec');
+    await writeFile(unknown, await rewrite(lockstepFile, 9 as Codec));
+    await expect(verifyRecording(unknown)).rejects.toThrow(/unknown codec 9.*newer Canopy/);
+  });
+
+  test.skipIf(zstdAvailable)('a zstd recording on a Node without zstd: a clear message, not garbage', async () => {
+    const zstd = join(dir, 'nozstd.p001.canopyrec');
+    await writeFile(zstd, await rewrite(lockstepFile, Codec.ZSTD));
+    await expect(verifyRecording(zstd)).rejects.toThrow(/compressed with zstd.*Node 22\.15 or later/);
   });
 
   test('what-if: one threshold changed names exactly the agents, ticks and node that change', async () => {

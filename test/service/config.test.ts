@@ -44,6 +44,7 @@ describe('parseConfig', () => {
       recordDir: './recordings',
       recordMaxBytes: 256 * 1024 * 1024,
       recordMaxTotalBytes: 10 * 1024 * 1024 * 1024,
+      recordCodec: 'auto',
       maxValidateBytes: 1024 * 1024,
       watch: true,
       reload: 'restart',
@@ -79,6 +80,7 @@ describe('parseConfig', () => {
       CANOPY_RECORD_DIR: '/srv/recordings',
       CANOPY_RECORD_MAX_BYTES: '1000000',
       CANOPY_RECORD_MAX_TOTAL_BYTES: '0',
+      CANOPY_RECORD_CODEC: 'Brotli',
       CANOPY_MAX_VALIDATE_BYTES: '4096',
       CANOPY_WATCH: 'false',
       CANOPY_RELOAD: 'keep',
@@ -115,6 +117,7 @@ describe('parseConfig', () => {
       recordDir: '/srv/recordings',
       recordMaxBytes: 1_000_000,
       recordMaxTotalBytes: 0,
+      recordCodec: 'brotli',
       maxValidateBytes: 4096,
       watch: false,
       reload: 'keep',
@@ -150,6 +153,7 @@ describe('parseConfig', () => {
     expect(fails([], { CANOPY_TREES: '  ' })).toBe('CANOPY_TREES: expected a non-empty value');
     expect(fails(['--prot', '1'])).toBe('--prot: unknown option (see --help)');
     expect(fails(['--port'])).toBe('--port: expected a value');
+    expect(fails([], { CANOPY_RECORD_CODEC: 'lz4' })).toBe('CANOPY_RECORD_CODEC: expected auto, zstd or brotli, got "lz4"');
     for (const m of [fails([], { CANOPY_PORT: '80a' }), fails(['--nope'])]) expect(m).not.toContain('\n');
   });
 
@@ -180,6 +184,7 @@ describe('parseConfig', () => {
       'CANOPY_RECORD_DIR',
       'CANOPY_RECORD_MAX_BYTES',
       'CANOPY_RECORD_MAX_TOTAL_BYTES',
+      'CANOPY_RECORD_CODEC',
       'CANOPY_MAX_VALIDATE_BYTES',
       'CANOPY_WATCH',
       'CANOPY_RELOAD',

@@ -36,7 +36,7 @@ export interface RecordingListing {
 
 /** What the recordings need from the service. */
 export interface RecordingsOptions {
-  readonly config: Pick<Config, 'record' | 'recordDir' | 'recordMaxBytes' | 'recordMaxTotalBytes' | 'plugins'>;
+  readonly config: Pick<Config, 'record' | 'recordDir' | 'recordMaxBytes' | 'recordMaxTotalBytes' | 'recordCodec' | 'plugins'>;
   readonly library: TreeLibrary;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -93,6 +93,7 @@ export class Recordings {
       dir: this.dir,
       recording: id,
       maxBytes: this.o.config.recordMaxBytes,
+      codec: this.o.config.recordCodec,
       ...(this.o.blockBytes !== undefined ? { blockBytes: this.o.blockBytes } : {}),
       header: {
         canopy: CANOPY_VERSION,
