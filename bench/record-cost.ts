@@ -2,9 +2,9 @@
 // decide the answer): the service's session path — frame parsed as the WebSocket handler parses it,
 // snapshot applied, every agent ticked, decisions encoded — with and without the flight recorder,
 // compression on libuv's threads included (process.cpuUsage counts every thread). Rounds alternate
-// A/B; the best round of each is compared.
+// off / each codec; the best and the median round of each are compared.
 //
-//   npm run build && node dist/bench/record-cost.js [--agents 50000] [--ticks 100] [--rounds 4] [--mode lockstep|fixed]
+//   npm run build && node dist/bench/record-cost.js [--agents 50000] [--ticks 100] [--rounds 4] [--codecs brotli,zstd]
 
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,8 @@ import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { RowWriter } from '../src/client/index.js';
 import { encode, encodeDecisions, parseClientFrame, type SnapshotMessage } from '../src/protocol/index.js';
-import { RecordingWriter } from '../src/record/index.js';
+import { RecordingReader, RecordingWriter } from '../src/record/index.js';
+import { zstdAvailable, type CodecChoice } from '../src/record/codec.js';
 import { loadLibrary } from '../src/service/http/trees.js';
 import { Metrics } from '../src/service/metrics.js';
 import { createAgentPool } from '../src/service/pool/index.js';
@@ -28,7 +29,13 @@ const { values } = parseArgs({
     ticks: { type: 'string', default: '100' },
     rounds: { type: 'string', default: '4' },
     workers: { type: 'string', default: '0' },
+    codecs: { type: 'string', default: zstdAvailable ? 'brotli,zstd' : 'brotli' },
   },
+});
+const codecs = values.codecs.split(',').map((c) => {
+  if (c !== 'brotli' && c !== 'zstd') throw new Error(`--codecs: brotli and/or zstd, not ${c}`);
+  if (c === 'zstd' && !zstdAvailable) throw new Error(`--codecs zstd: this Node (${process.versions.node}) has no zstd`);
+  return c as CodecChoice;
 });
 const agents = Number(values.agents);
 const ticks = Number(values.ticks);
@@ -36,7 +43,7 @@ const rounds = Number(values.rounds);
 
 console.log('Canopy recording cost (CPU time of the session path, recorder off vs on)');
 console.log(formatMachine(machineInfo()));
-console.log(`${agents} agents on guard, lockstep, ${ticks} ticks per round, ${rounds} rounds each, alternating; ${values.workers} workers (0: inline)`);
+console.log(`${agents} agents on guard, lockstep, ${ticks} ticks per round, ${rounds} rounds each of off, ${codecs.join(', ')}, alternating; ${values.workers} workers (0: inline)`);
 
 const library = await loadLibrary(resolve('trees'), null);
 const pool = await createAgentPool({ trees: resolve('trees'), workers: Number(values.workers), library });
@@ -45,8 +52,9 @@ const logger = pino({ level: 'silent' });
 const metrics = new Metrics({ sessions: () => [], agents: () => 0, workers: () => [] });
 const dir = await mkdtemp(join(tmpdir(), 'canopy-record-cost-'));
 
-/** One round: a fresh session and world; returns process CPU ms and bytes recorded. */
-async function round(record: boolean, n: number): Promise<{ cpuMs: number; bytes: number }> {
+/** One round: a fresh session and world, recorded with `codec` (null: off); returns process CPU ms and bytes recorded. */
+async function round(codec: CodecChoice | null, n: number): Promise<{ cpuMs: number; bytes: number; raw: number }> {
+  const record = codec !== null;
   const session = new Session({ pool, metrics, logger, maxAgents: agents }, { mode: 'lockstep', hz: 0, fields: [...FIELDS], transport: 'ws' });
   let writer: RecordingWriter | null = null;
   if (record) {
@@ -54,6 +62,7 @@ async function round(record: boolean, n: number): Promise<{ cpuMs: number; bytes
       dir,
       recording: `round${n}`,
       maxBytes: 0,
+      codec: codec!,
       header: { canopy: 'bench', session: session.id, mode: 'lockstep', hz: 0, fields: [...FIELDS], plugins: [], trees: {}, definitions: {} },
       onError: (err) => {
         throw err;
@@ -76,31 +85,47 @@ async function round(record: boolean, n: number): Promise<{ cpuMs: number; bytes
     const parsed = parseClientFrame(bytes, 1 << 30, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
     if (!parsed.ok) throw new Error(parsed.message);
     const out = await session.lockstep(parsed.msg as SnapshotMessage, bytes);
-    // What the WebSocket handler does with the result.
-    encodeDecisions(out.decisions);
+    // What the WebSocket handler does with the result: it sends the recorder's bytes when there are some.
+    if (out.encoded === undefined) encodeDecisions(out.decisions);
     world.apply(out.decisions.actions ?? [], out.decisions.cancels ?? []);
   }
   await writer?.close('round over');
   const used = process.cpuUsage(before);
   await session.end();
   let bytes = 0;
-  if (record) for (const f of await readdir(dir)) if (f.startsWith(`round${n}.`)) bytes += (await stat(join(dir, f))).size;
-  return { cpuMs: (used.user + used.system) / 1000, bytes };
+  let raw = 0;
+  if (record) {
+    for (const f of await readdir(dir)) if (f.startsWith(`round${n}.`)) bytes += (await stat(join(dir, f))).size;
+    for (const b of RecordingReader.open(writer!.file).index()) raw += b.raw;
+  }
+  return { cpuMs: (used.user + used.system) / 1000, bytes, raw };
 }
 
-const best = { off: Infinity, on: Infinity };
-let bytes = 0;
-for (let n = 0; n < rounds * 2; n++) {
-  const record = n % 2 === 1;
-  const r = await round(record, n);
-  if (record) {
-    best.on = Math.min(best.on, r.cpuMs);
-    bytes = r.bytes;
-  } else best.off = Math.min(best.off, r.cpuMs);
-  console.log(`  round ${Math.floor(n / 2) + 1} ${record ? 'on ' : 'off'}: ${r.cpuMs.toFixed(0)} ms CPU${record ? `, ${(r.bytes / 2 ** 20).toFixed(1)} MB` : ''}`);
+const settings: Array<CodecChoice | null> = [null, ...codecs];
+const cpu = new Map<CodecChoice | null, number[]>(settings.map((c) => [c, []]));
+const size = new Map<CodecChoice, { bytes: number; raw: number }>();
+for (let r = 0; r < rounds; r++) {
+  for (const [i, codec] of settings.entries()) {
+    const res = await round(codec, r * settings.length + i);
+    cpu.get(codec)!.push(res.cpuMs);
+    if (codec !== null) size.set(codec, res);
+    console.log(`  round ${r + 1} ${codec ?? 'off'}: ${res.cpuMs.toFixed(0)} ms CPU${codec !== null ? `, ${(res.bytes / 2 ** 20).toFixed(1)} MB` : ''}`);
+  }
 }
 await pool.close();
 await rm(dir, { recursive: true, force: true });
 const agentTicks = agents * ticks;
-console.log(`CPU per agent-tick: off ${((best.off * 1e6) / agentTicks).toFixed(0)} ns, on ${((best.on * 1e6) / agentTicks).toFixed(0)} ns: recording costs ${(100 * (best.on / best.off - 1)).toFixed(1)} % of the session path's CPU`);
-console.log(`recorded: ${(bytes / agentTicks).toFixed(2)} bytes per agent-tick (compressed, Brotli quality 1)`);
+const ns = (ms: number): number => (ms * 1e6) / agentTicks;
+const min = (xs: number[]): number => Math.min(...xs);
+const median = (xs: number[]): number => xs.toSorted((a, b) => a - b)[xs.length >> 1]!;
+const off = cpu.get(null)!;
+console.log(`CPU per agent-tick, best / median round: off ${ns(min(off)).toFixed(0)} / ${ns(median(off)).toFixed(0)} ns`);
+for (const codec of codecs) {
+  const on = cpu.get(codec)!;
+  const s = size.get(codec)!;
+  console.log(
+    `  ${codec.padEnd(6)} ${ns(min(on)).toFixed(0)} / ${ns(median(on)).toFixed(0)} ns: recording costs +${(ns(min(on)) - ns(min(off))).toFixed(0)} / +${(ns(median(on)) - ns(median(off))).toFixed(0)} ns ` +
+      `(${(100 * (min(on) / min(off) - 1)).toFixed(1)} / ${(100 * (median(on) / median(off) - 1)).toFixed(1)} % of the session path's CPU); ` +
+      `${(s.bytes / agentTicks).toFixed(2)} bytes per agent-tick on disk (${(s.raw / agentTicks).toFixed(2)} raw)`,
+  );
+}

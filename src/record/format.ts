@@ -122,7 +122,7 @@ export function hasContent(d: DecisionsFields): boolean {
   return (d.actions?.length ?? 0) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
 }
 
-/** Frames one record: kind byte, u32 payload length, then the payload's parts (not copied here). */
+/** Frames one record: kind byte, u32 payload length (the payload follows; not copied here). The durable sessions' input log frames its entries with it. */
 export function recordHead(kind: Kind, length: number): Buffer {
   const head = Buffer.allocUnsafe(5);
   head[0] = kind;

@@ -1,12 +1,13 @@
-// Writes one recording: records are appended in memory (a few buffer pushes on the session's path), and
-// whole blocks are compressed on libuv's thread pool and appended to the file in order. Nothing here is
+// Writes one recording: records are copied into the block being filled (a memcpy on the session's path; the
+// frames themselves are not kept alive), and whole blocks are compressed on libuv's thread pool and appended
+// to the file in order. Nothing here is
 // ever awaited by a tick; a failing disk stops the recording, never the session.
 
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encode } from '../protocol/index.js';
 import { compressBlock, resolveCodec, type Codec, type CodecChoice } from './codec.js';
-import { blockHeader, FORMAT_VERSION, Kind, MAGIC, partFileName, recordHead, type RecordingHeader, type TreeTable } from './format.js';
+import { blockHeader, FORMAT_VERSION, Kind, MAGIC, partFileName, type RecordingHeader, type TreeTable } from './format.js';
 
 /** What a writer needs to know; the header fields that do not change between parts. */
 export interface WriterOptions {
@@ -16,7 +17,11 @@ export interface WriterOptions {
   readonly header: Omit<RecordingHeader, 'format' | 'part' | 'startedAt' | 'recording'>;
   /** A part that reaches this many bytes on disk is closed and the next part begins (0: never). */
   readonly maxBytes: number;
-  /** Raw bytes gathered before a block is compressed and written. Default 256 KiB. */
+  /**
+   * Raw bytes gathered before a block is compressed and written. Default 1 MiB: a block then spans several
+   * ticks of a large session, so the compressor finds the rows that did not change since the last tick
+   * (a fifth fewer bytes than 256 KiB blocks on the load generator's snapshots, at the same CPU).
+   */
   readonly blockBytes?: number;
   /** A block is written at the latest this long after its first record. Default 1000 ms. */
   readonly flushMs?: number;
@@ -50,8 +55,11 @@ export class RecordingWriter {
   private path = '';
   private handle: Promise<FileHandle> | null = null;
   private partBytes = 0;
-  private chunks: Uint8Array[] = [];
-  private chunkBytes = 0;
+  /** The block being filled (records copied in), and how many of its bytes are used. */
+  private block: Buffer | null = null;
+  private used = 0;
+  /** Block buffers back from the compressor, reused (a block is allocated once, not per flush). */
+  private readonly spare: Buffer[] = [];
   private firstTick = Number.NaN;
   private lastTick = Number.NaN;
   private pending = 0;
@@ -62,7 +70,7 @@ export class RecordingWriter {
 
   constructor(opts: WriterOptions) {
     this.opts = opts;
-    this.blockBytes = opts.blockBytes ?? 256 * 1024;
+    this.blockBytes = opts.blockBytes ?? 1024 * 1024;
     this.flushMs = opts.flushMs ?? 1000;
     this.maxPending = opts.maxPendingBytes ?? 256 * 1024 * 1024;
     this.codec = resolveCodec(opts.codec ?? 'auto');
@@ -91,11 +99,17 @@ export class RecordingWriter {
     this.bytes(kind, encode(payload));
   }
 
-  /** Appends a record whose payload is already bytes (a frame as the wire carried it). Kept by reference. */
+  /** Appends a record whose payload is already bytes (a frame as the wire carried it), copied into the block. */
   bytes(kind: Kind, payload: Uint8Array): void {
     if (!this.active) return;
-    this.chunks.push(recordHead(kind, payload.length), payload);
-    this.chunkBytes += 5 + payload.length;
+    const need = 5 + payload.length;
+    if (this.block !== null && this.used + need > this.block.length) this.flush();
+    if (this.block === null) this.block = this.newBlock(need);
+    const block = this.block;
+    block[this.used] = kind;
+    block.writeUInt32LE(payload.length, this.used + 1);
+    block.set(payload, this.used + 5);
+    this.used += need;
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
       this.flush();
@@ -105,15 +119,16 @@ export class RecordingWriter {
   /** Appends a tick marker (kept in the block header as the index). */
   tick(tick: number, time: number, dt: number, basedOn: number | null): void {
     if (!this.active) return;
+    // Appended first: a full block is written before it, and the marker opens the next block's index range.
+    this.value(Kind.TICK, [tick, time, dt, basedOn]);
     if (Number.isNaN(this.firstTick)) this.firstTick = tick;
     this.lastTick = tick;
-    this.value(Kind.TICK, [tick, time, dt, basedOn]);
   }
 
   /** A tick ended: the block is written if it is big enough, and a part over its size rotates. */
   tickEnded(): void {
     if (!this.active) return;
-    if (this.chunkBytes >= this.blockBytes) this.flush();
+    if (this.used >= this.blockBytes) this.flush();
     if (this.opts.maxBytes > 0 && this.partBytes + this.pending >= this.opts.maxBytes) this.rotate();
   }
 
@@ -140,12 +155,13 @@ export class RecordingWriter {
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.chunks.length === 0 || this.failed !== null) return;
-    const raw = Buffer.concat(this.chunks, this.chunkBytes);
+    if (this.block === null || this.used === 0 || this.failed !== null) return;
+    const whole = this.block;
+    const raw = whole.subarray(0, this.used);
     const first = this.firstTick;
     const last = this.lastTick;
-    this.chunks = [];
-    this.chunkBytes = 0;
+    this.block = null;
+    this.used = 0;
     this.firstTick = Number.NaN;
     this.lastTick = Number.NaN;
     this.pending += raw.length;
@@ -155,7 +171,12 @@ export class RecordingWriter {
     }
     const codec = this.codec;
     const compressed = new Promise<Buffer>((resolve, reject) => {
-      compressBlock(codec, raw, (err, out) => (err === null ? resolve(out) : reject(err)));
+      compressBlock(codec, raw, (err, out) => {
+        // The compressor is done with the input: the buffer fills a later block.
+        if (whole.length === this.blockCapacity() && this.spare.length < 2) this.spare.push(whole);
+        if (err === null) resolve(out);
+        else reject(err);
+      });
     });
     // Awaited in the chain; if the chain stopped first (a disk error), its failure must not go unhandled.
     compressed.catch(() => undefined);
@@ -169,6 +190,17 @@ export class RecordingWriter {
       this.partBytes += head.length + body.length;
       this.opts.onWritten?.(head.length + body.length, path);
     });
+  }
+
+  /** Size of a block buffer: a block is written once it holds `blockBytes`, and a tick may add a frame or two past that. */
+  private blockCapacity(): number {
+    return 2 * this.blockBytes;
+  }
+
+  /** A buffer for the next block, big enough for a first record of `need` bytes. */
+  private newBlock(need: number): Buffer {
+    if (need > this.blockCapacity()) return Buffer.allocUnsafeSlow(need);
+    return this.spare.pop() ?? Buffer.allocUnsafeSlow(this.blockCapacity());
   }
 
   private startPart(): void {
@@ -230,8 +262,9 @@ export class RecordingWriter {
   private fail(err: Error): void {
     if (this.failed !== null) return;
     this.failed = err;
-    this.chunks = [];
-    this.chunkBytes = 0;
+    this.block = null;
+    this.used = 0;
+    this.spare.length = 0;
     clearTimeout(this.timer);
     const handle = this.handle;
     this.handle = null;

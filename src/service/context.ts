@@ -45,7 +45,7 @@ export const DEFAULT_TUNING: Tuning = {
   abuseWindowMs: 10_000,
   retryAfterMs: 1000,
   workerStallMs: 10_000,
-  recordBlockBytes: 256 * 1024,
+  recordBlockBytes: 1024 * 1024,
   validateTimeLimitMs: 10_000,
   validateQueue: 8,
   workerCheckpointMs: 2000,

@@ -40,7 +40,7 @@ export interface RecordingsOptions {
   readonly library: TreeLibrary;
   readonly metrics: Metrics;
   readonly logger: Logger;
-  /** Raw bytes per compressed block (default 256 KiB). */
+  /** Raw bytes per compressed block (default 1 MiB). */
   readonly blockBytes?: number;
 }
 
