@@ -6,6 +6,7 @@
 //
 //   npm run build && node dist/bench/record-cost.js [--agents 50000] [--ticks 100] [--rounds 4] [--codecs brotli,zstd]
 
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -52,8 +53,35 @@ const logger = pino({ level: 'silent' });
 const metrics = new Metrics({ sessions: () => [], agents: () => 0, workers: () => [] });
 const dir = await mkdtemp(join(tmpdir(), 'canopy-record-cost-'));
 
-/** One round: a fresh session and world, recorded with `codec` (null: off); returns process CPU ms and bytes recorded. */
-async function round(codec: CodecChoice | null, n: number): Promise<{ cpuMs: number; bytes: number; raw: number }> {
+/**
+ * CPU ms of this process's threads by kind, from /proc (Linux; empty elsewhere): the main thread, libuv's
+ * thread pool (where blocks are compressed) and V8's helpers (concurrent GC, compilers).
+ */
+function threadCpu(): Record<string, number> {
+  const out: Record<string, number> = {};
+  let tids: string[];
+  try {
+    tids = readdirSync('/proc/self/task');
+  } catch {
+    return out;
+  }
+  for (const tid of tids) {
+    try {
+      const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
+      const line = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const f = line.slice(line.lastIndexOf(')') + 2).split(' ');
+      const kind = Number(tid) === process.pid ? 'main' : name.startsWith('libuv-worker') ? 'pool' : name.startsWith('node-V8Worker') ? 'v8' : 'other';
+      // utime + stime, in clock ticks (100 per second on Linux).
+      out[kind] = (out[kind] ?? 0) + (Number(f[11]) + Number(f[12])) * 10;
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return out;
+}
+
+/** One round: a fresh session and world, recorded with `codec` (null: off); returns process CPU ms (in all and per thread kind) and bytes recorded. */
+async function round(codec: CodecChoice | null, n: number): Promise<{ cpuMs: number; threads: Record<string, number>; bytes: number; raw: number }> {
   const record = codec !== null;
   const session = new Session({ pool, metrics, logger, maxAgents: agents }, { mode: 'lockstep', hz: 0, fields: [...FIELDS], transport: 'ws' });
   let writer: RecordingWriter | null = null;
@@ -80,6 +108,7 @@ async function round(codec: CodecChoice | null, n: number): Promise<{ cpuMs: num
     world.writeRows(rows);
     frames.push(Buffer.from(encode({ t: 'snapshot', tick: t, time: world.time, agents: rows.rows(), results: world.results() })));
   }
+  const threadsBefore = threadCpu();
   const before = process.cpuUsage();
   for (const bytes of frames) {
     const parsed = parseClientFrame(bytes, 1 << 30, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
@@ -91,6 +120,8 @@ async function round(codec: CodecChoice | null, n: number): Promise<{ cpuMs: num
   }
   await writer?.close('round over');
   const used = process.cpuUsage(before);
+  const threads = threadCpu();
+  for (const k of Object.keys(threads)) threads[k]! -= threadsBefore[k] ?? 0;
   await session.end();
   let bytes = 0;
   let raw = 0;
@@ -98,16 +129,22 @@ async function round(codec: CodecChoice | null, n: number): Promise<{ cpuMs: num
     for (const f of await readdir(dir)) if (f.startsWith(`round${n}.`)) bytes += (await stat(join(dir, f))).size;
     for (const b of RecordingReader.open(writer!.file).index()) raw += b.raw;
   }
-  return { cpuMs: (used.user + used.system) / 1000, bytes, raw };
+  return { cpuMs: (used.user + used.system) / 1000, threads, bytes, raw };
 }
 
 const settings: Array<CodecChoice | null> = [null, ...codecs];
 const cpu = new Map<CodecChoice | null, number[]>(settings.map((c) => [c, []]));
 const size = new Map<CodecChoice, { bytes: number; raw: number }>();
+/** Thread CPU summed over the rounds of each setting. */
+const threadSums = new Map<CodecChoice | null, Record<string, number>>(settings.map((c) => [c, {}]));
+// One round of each first, not counted: the JIT warms up on the first rounds.
+for (const [i, codec] of settings.entries()) await round(codec, 1000 + i);
 for (let r = 0; r < rounds; r++) {
   for (const [i, codec] of settings.entries()) {
     const res = await round(codec, r * settings.length + i);
     cpu.get(codec)!.push(res.cpuMs);
+    const sums = threadSums.get(codec)!;
+    for (const [k, v] of Object.entries(res.threads)) sums[k] = (sums[k] ?? 0) + v;
     if (codec !== null) size.set(codec, res);
     console.log(`  round ${r + 1} ${codec ?? 'off'}: ${res.cpuMs.toFixed(0)} ms CPU${codec !== null ? `, ${(res.bytes / 2 ** 20).toFixed(1)} MB` : ''}`);
   }
@@ -119,6 +156,11 @@ const ns = (ms: number): number => (ms * 1e6) / agentTicks;
 const min = (xs: number[]): number => Math.min(...xs);
 const median = (xs: number[]): number => xs.toSorted((a, b) => a - b)[xs.length >> 1]!;
 const off = cpu.get(null)!;
+const perThread = (c: CodecChoice | null): string =>
+  Object.entries(threadSums.get(c)!)
+    .filter(([, v]) => v > 0)
+    .map(([k, v]) => `${k} ${ns(v / rounds).toFixed(0)}`)
+    .join(', ');
 console.log(`CPU per agent-tick, best / median round: off ${ns(min(off)).toFixed(0)} / ${ns(median(off)).toFixed(0)} ns`);
 for (const codec of codecs) {
   const on = cpu.get(codec)!;
@@ -128,4 +170,8 @@ for (const codec of codecs) {
       `(${(100 * (min(on) / min(off) - 1)).toFixed(1)} / ${(100 * (median(on) / median(off) - 1)).toFixed(1)} % of the session path's CPU); ` +
       `${(s.bytes / agentTicks).toFixed(2)} bytes per agent-tick on disk (${(s.raw / agentTicks).toFixed(2)} raw)`,
   );
+}
+if (Object.keys(threadSums.get(null)!).length > 0) {
+  console.log('CPU per agent-tick by thread, mean of the rounds (10 ms clock ticks; pool: libuv, where blocks are compressed; v8: GC and compiler helpers):');
+  for (const c of settings) console.log(`  ${(c ?? 'off').padEnd(6)} ${perThread(c)}`);
 }

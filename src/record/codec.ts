@@ -2,6 +2,7 @@
 // (node:zlib has it from Node 22.15 and 23.8 on), Brotli on every Node. Each block names its codec, so a
 // reader handles files written either way; a Node without zstd says so instead of misreading.
 
+import type { Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 
 /** The codec byte of a block header. */
@@ -19,7 +20,7 @@ export type CodecChoice = 'auto' | 'zstd' | 'brotli';
 type Callback = (err: Error | null, out: Buffer) => void;
 /** node:zlib's zstd functions, typed here: the project's Node 20 type definitions do not declare them. */
 interface ZstdFunctions {
-  readonly zstdCompress?: (buf: Uint8Array, options: { params: Record<number, number>; chunkSize: number }, cb: Callback) => void;
+  readonly createZstdCompress?: (options: { params: Record<number, number>; chunkSize: number }) => Transform;
   readonly zstdDecompressSync?: (buf: Uint8Array, options: { chunkSize: number }) => Buffer;
 }
 const zstd = zlib as unknown as ZstdFunctions;
@@ -27,7 +28,7 @@ const constants = zlib.constants as unknown as Readonly<Record<string, number | 
 
 /** True when this Node's zlib has zstd (Node ≥ 22.15 / ≥ 23.8). */
 export const zstdAvailable: boolean =
-  typeof zstd.zstdCompress === 'function' && typeof zstd.zstdDecompressSync === 'function' && constants.ZSTD_c_compressionLevel !== undefined;
+  typeof zstd.createZstdCompress === 'function' && typeof zstd.zstdDecompressSync === 'function' && constants.ZSTD_c_compressionLevel !== undefined;
 
 /**
  * zstd parameters: level −2 with a 32 Ki-entry hash table and 6-byte minimum matches. On the load
@@ -52,17 +53,76 @@ export function codecName(codec: number): string {
 }
 
 /**
- * Compresses one block on libuv's thread pool. The output buffer is sized for the whole block (the
- * default 16 KiB chunks cost a pool round trip and a copy each).
+ * Compresses one block on libuv's thread pool. Brotli: one compressor per block, its output buffer sized for
+ * the usual result, a bit over half the block (the default 16 KiB chunks cost a pool round trip and a copy
+ * each). zstd: the process's one {@link SharedZstd} stream.
  */
 export function compressBlock(codec: Codec, raw: Buffer, cb: Callback): void {
-  const chunkSize = Math.max(64 * 1024, raw.length + 1024);
   if (codec === Codec.ZSTD) {
-    zstd.zstdCompress!(raw, { params: zstdParams(), chunkSize }, cb);
+    (sharedZstd ??= new SharedZstd()).compress(raw, cb);
     return;
   }
+  const chunkSize = Math.max(64 * 1024, Math.ceil(raw.length * 0.6));
   const params = { [zlib.constants.BROTLI_PARAM_QUALITY]: 1, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length };
   zlib.brotliCompress(raw, { params, chunkSize }, cb);
+}
+
+let sharedZstd: SharedZstd | undefined;
+
+/**
+ * One zstd stream for every recording of the process: each block is written and ended as a frame of its own
+ * (ZSTD_e_end), so blocks stay independently readable, but the compression context and its tables are made
+ * once instead of per block. A context per block is native memory V8 is told about, allocated and dropped a
+ * few times a second per session: measured in the service's session path (bench/record-cost.ts), that churn
+ * cost as much garbage-collection work as the compression itself. Blocks are compressed one at a time, in the
+ * order given, on one pool thread at a time (≈ 300 MB/s, twenty times what 50,000 agents at 20 Hz record).
+ */
+class SharedZstd {
+  private stream: Transform | null = null;
+  private readonly queue: Array<{ readonly raw: Buffer; readonly cb: Callback }> = [];
+  private current: { readonly raw: Buffer; readonly cb: Callback } | null = null;
+  private out: Buffer[] = [];
+
+  compress(raw: Buffer, cb: Callback): void {
+    this.queue.push({ raw, cb });
+    if (this.current === null) this.next();
+  }
+
+  private next(): void {
+    const job = this.queue.shift();
+    this.current = job ?? null;
+    if (job === undefined) return;
+    const stream = (this.stream ??= this.create());
+    stream.write(job.raw);
+    (stream as Transform & { flush(kind: number, cb: (err?: Error | null) => void): void }).flush(constants.ZSTD_e_end!, (err) => {
+      if (this.stream !== stream || this.current !== job) return; // failed meanwhile: the job has its answer
+      if (err) {
+        this.fail(stream, err);
+        return;
+      }
+      const out = this.out.length === 1 ? this.out[0]! : Buffer.concat(this.out);
+      this.out = [];
+      job.cb(null, out);
+      this.next();
+    });
+  }
+
+  private create(): Transform {
+    const stream = zstd.createZstdCompress!({ params: zstdParams(), chunkSize: 256 * 1024 });
+    stream.on('data', (chunk: Buffer) => this.out.push(chunk));
+    stream.on('error', (err: Error) => this.fail(stream, err));
+    return stream;
+  }
+
+  /** The stream failed: the block in flight and those waiting fail (their recordings stop); the next block gets a new stream. */
+  private fail(stream: Transform, err: Error): void {
+    if (this.stream !== stream) return;
+    this.stream = null;
+    this.out = [];
+    const jobs = [...(this.current !== null ? [this.current] : []), ...this.queue.splice(0)];
+    this.current = null;
+    for (const job of jobs) job.cb(err, Buffer.alloc(0));
+  }
 }
 
 /** A block's codec cannot be read here (unknown, or zstd on a Node without it). */
