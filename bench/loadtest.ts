@@ -15,7 +15,7 @@ import { capacityLine, capacityTable, failureLines, resultsTable } from './load/
 import { runLoad, type RunResult, type RunSpec } from './load/run.js';
 import { existingService, startService, type Target } from './load/service.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
-import { RecordingReader } from '../src/record/index.js';
+import { partIndex } from '../src/record/index.js';
 
 let options: LoadOptions;
 try {
@@ -77,10 +77,11 @@ async function withTarget<T>(workers: number, use: (target: Target) => Promise<T
       let ticks = 0;
       for (const f of files) {
         try {
-          const blocks = RecordingReader.open(join(recordDir, f)).index().filter((b) => !Number.isNaN(b.firstTick));
+          // Block headers only: a zstd recording of a newer Node's service is counted on any Node.
+          const blocks = partIndex(join(recordDir, f)).filter((b) => !Number.isNaN(b.firstTick));
           if (blocks.length > 0) ticks += blocks.at(-1)!.lastTick - blocks[0]!.firstTick + 1;
         } catch {
-          // a part without a header (the service stopped first): no ticks
+          // a part cut off before its first bytes (the service stopped first): no ticks
         }
       }
       lastRecording = { bytes: files.reduce((n, f) => n + statSync(join(recordDir, f)).size, 0), files: files.length, ticks };
