@@ -1,7 +1,7 @@
 // Writes one recording: records are copied into the block being filled (a memcpy on the session's path; the
 // frames themselves are not kept alive), and whole blocks are compressed on libuv's thread pool and appended
-// to the file in order. Nothing here is
-// ever awaited by a tick; a failing disk stops the recording, never the session.
+// to the file in order. Nothing here is ever awaited by a tick; a failing disk stops the recording, never
+// the session.
 
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
 // The flight recorder attached to one session: turns what the session applies and decides into records
 // of src/record's format. Inputs are logged where the session hands them to the pool, ticks where they
-// start, decisions as encoded for the wire. A few buffer pushes per call; the disk is the writer's job.
+// start, decisions as encoded for the wire. A copy into the writer's block per call; the disk is the writer's job.
 
 import { encodeDecisions, encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type SnapshotMessage } from '../../protocol/index.js';
 import { hasContent, Kind } from '../../record/format.js';
@@ -41,7 +41,7 @@ export class SessionRecorder implements SessionTap {
 
   snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void {
     if (raw !== undefined) {
-      // The wire bytes, by reference: no copy, no re-encoding on the session's path.
+      // The wire bytes as they are, copied into the block: no re-encoding on the session's path.
       this.writer.bytes(Kind.SNAPSHOT_FRAME, raw);
       return;
     }
