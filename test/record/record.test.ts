@@ -346,12 +346,14 @@ describe('rotation and the folder cap', () => {
     try {
       const { client } = await RawClient.hello(other.wsUrl, { mode: 'lockstep', fields: FIELDS });
       await playLockstep(client, 40);
-      const listed = (await http(other.base, 'GET', '/v1/recordings')).body as { recordings: Array<{ part: number; bytes: number; active: boolean }> };
-      const parts = listed.recordings.map((r) => r.part);
-      // Parts were written beyond the cap, the first ones were deleted, the active one is there.
-      expect(Math.max(...parts)).toBeGreaterThan(4);
-      expect(parts).not.toContain(1);
-      expect(listed.recordings.some((r) => r.active)).toBe(true);
+      const listing = async (): Promise<Array<{ part: number; bytes: number; active: boolean }>> =>
+        ((await http(other.base, 'GET', '/v1/recordings')).body as { recordings: Array<{ part: number; bytes: number; active: boolean }> }).recordings;
+      // Parts were written beyond the cap, the first ones were deleted (deletion runs behind the writes:
+      // the last part finished may still be waiting for it), the active one is there.
+      await expect.poll(async () => (await listing()).map((r) => r.part), { timeout: 10_000 }).not.toContain(1);
+      const listed = await listing();
+      expect(Math.max(...listed.map((r) => r.part))).toBeGreaterThan(4);
+      expect(listed.some((r) => r.active)).toBe(true);
       await client.close();
     } finally {
       await other.close();

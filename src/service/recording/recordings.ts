@@ -58,6 +58,8 @@ export class Recordings {
   /** Bytes of recordings in the folder (scanned on first use, then counted). */
   private total: number | null = null;
   private pruning = false;
+  /** enforceCap was called while a prune ran: it runs again when that one ends. */
+  private pruneAgain = false;
   /** Bytes written before the folder was first scanned (the scan may see some of them too: the total errs high, never low). */
   private writtenWhileScanning = 0;
 
@@ -112,7 +114,11 @@ export class Recordings {
         this.enforceCap();
       },
       onPartStarted: (path) => this.writing.add(path),
-      onPartClosed: (path) => this.writing.delete(path),
+      onPartClosed: (path) => {
+        this.writing.delete(path);
+        // A finished part may be deleted now: the cap may have been passed while it was being written.
+        this.enforceCap();
+      },
       onError: (err) => this.failed(session, recorder!, err),
     });
     recorder = new SessionRecorder(writer, id, session.mode, () => void this.stop(session));
@@ -210,7 +216,12 @@ export class Recordings {
    */
   private enforceCap(): void {
     const cap = this.o.config.recordMaxTotalBytes;
-    if (cap <= 0 || this.pruning) return;
+    if (cap <= 0) return;
+    if (this.pruning) {
+      // Bytes written or parts finished meanwhile: look again once this prune is done.
+      this.pruneAgain = true;
+      return;
+    }
     if (this.total !== null && this.total <= cap) return;
     this.pruning = true;
     void (async () => {
@@ -228,6 +239,10 @@ export class Recordings {
         }
       } finally {
         this.pruning = false;
+        if (this.pruneAgain) {
+          this.pruneAgain = false;
+          this.enforceCap();
+        }
       }
     })();
   }
