@@ -32,8 +32,9 @@ export const zstdAvailable: boolean =
 
 /**
  * zstd parameters: level −2 with a 32 Ki-entry hash table and 6-byte minimum matches. On the load
- * generator's recordings this compresses to Brotli-1's size (≈ 0.49 of the raw bytes) at about twice its
- * speed, and decompresses three to four times faster (bench/record-cost.ts compares the codecs).
+ * generator's recordings this compresses to Brotli-1's size or smaller (0.41–0.56 of the raw bytes in 1 MiB
+ * blocks) at about twice its speed, and decompresses three to four times faster (bench/record-cost.ts
+ * compares the codecs in the session path).
  */
 function zstdParams(): Record<number, number> {
   return { [constants.ZSTD_c_compressionLevel!]: -2, [constants.ZSTD_c_hashLog!]: 15, [constants.ZSTD_c_minMatch!]: 6 };
