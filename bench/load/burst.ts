@@ -1,9 +1,11 @@
 // Bursts (`--burst`): what spawning and despawning many agents at once does to everybody else's ticks.
 //
 // - `spawn` (noisy neighbour): `--sessions` game servers tick in lockstep; after a steady stretch a new game
-//   server connects, spawns `--burst-agents` agents in one message, ticks them for a few seconds, despawns them
-//   in one message and leaves, `--burst-repeat` times. The other game servers' latency is reported for the
-//   steady stretch, the 2 s after each spawn was sent and the 2 s after each despawn was sent.
+//   server connects, spawns `--burst-agents` agents in one message and sends one tick right behind it (its
+//   answer says every agent exists); after 2 s it ticks them for 2 s, stops, despawns them in one message and
+//   leaves, `--burst-repeat` times. The other game servers' latency is reported for the steady stretch, the 2 s
+//   after each spawn was sent and the 2 s after each despawn was sent (the newcomer's regular ticks fall outside
+//   both: the windows hold the bursts, not the steady cost of 10,000 more agents).
 // - `start` (cold start): a fresh service; `--sessions` game servers connect, then all spawn their agents at
 //   once and tick from that instant on (their first snapshots queue behind their spawns). The latency of the
 //   first 2 s is reported against the steady state after the warm-up.
@@ -124,13 +126,13 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
     for (const { s } of running) next = Math.min(next, s.nextDue());
     if (next !== Infinity) timer = setTimeout(pace, Math.max(0, Math.floor(next - performance.now() - 0.5)));
   };
-  const join = (g: GameServer, origin: number, offsetMs: number): void => {
-    running.push({ g, s: new Schedule({ hz: spec.hz, origin, offsetMs, maxBehindMs: 5000 }) });
+  const join = (g: GameServer, origin: number, offsetMs: number, first = 1): void => {
+    running.push({ g, s: new Schedule({ hz: spec.hz, origin: origin - (first - 1) * periodMs, offsetMs, maxBehindMs: 5000, first }) });
     if (timer !== undefined) clearTimeout(timer);
     pace();
   };
   const leave = (g: GameServer): void => {
-    const i = running.findIndex((r) => r.g === g);
+    const i = running.findIndex((x) => x.g === g);
     if (i >= 0) running.splice(i, 1);
   };
 
@@ -162,8 +164,8 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       const steadyTo = steadyFrom + spec.seconds * 1000;
       windows.push({ from: steadyFrom, to: steadyTo, hist: steady });
       await sleepUntil(steadyTo);
-      for (let r = 0; r < spec.repeat; r++) {
-        const b = game(spec.burstAgents, spec.sessions + r, spec.burstAgents);
+      for (let k = 0; k < spec.repeat; k++) {
+        const b = game(spec.burstAgents, spec.sessions + k, spec.burstAgents);
         extra.push(b);
         await b.connect();
         await sleep(200); // the connection's own cost is not the spawn's
@@ -175,9 +177,13 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
         };
         await b.spawn();
         spawnAckMs.push(performance.now() - sent);
-        // The newcomer ticks at once (its first snapshot queues behind its spawn on the service's workers).
-        join(b, performance.now(), 0);
-        await sleepUntil(sent + 3000);
+        // One tick at once (it queues behind the spawn on the service's workers: its answer says the agents all
+        // exist); its regular ticks start after the window, so the window holds the spawn, not 10,000 more agents
+        // ticking at 20 Hz. Then it ticks for 2 s, stops, and despawns everything in one message.
+        b.tick(1, performance.now(), 1 / spec.hz);
+        await sleepUntil(sent + BURST_WINDOW_MS);
+        join(b, performance.now(), 0, 2);
+        await sleep(2000);
         leave(b);
         await sleep(4 * periodMs);
         firstTickMs.push(first);
@@ -189,7 +195,7 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
         extraErrors += b.counters.serviceErrors + b.counters.agentErrors + (b.failure !== undefined ? 1 : 0);
         await b.close();
         log(
-          `  burst ${r + 1}/${spec.repeat}: spawn of ${spec.burstAgents} answered in ${spawnAckMs.at(-1)!.toFixed(1)} ms, first tick after ${first.toFixed(0)} ms; ` +
+          `  burst ${k + 1}/${spec.repeat}: spawn of ${spec.burstAgents} answered in ${spawnAckMs.at(-1)!.toFixed(1)} ms, first tick after ${first.toFixed(0)} ms; ` +
             `despawn answered in ${despawnAckMs.at(-1)!.toFixed(1)} ms`,
         );
         await sleep(1000);
@@ -242,20 +248,20 @@ function f(p: PhaseLatency): string {
 }
 
 /** One line per result, for the report. */
-export function burstLines(r: BurstResult): string[] {
+export function burstLines(res: BurstResult): string[] {
   const head =
-    r.kind === 'spawn'
-      ? `burst spawn, ids ${r.ids}: ${r.sessions} game servers with ${r.agents} agents tick while a newcomer spawns and despawns ${r.burstAgents} (${r.spawnAckMs.length}×)`
-      : `burst start, ids ${r.ids}: ${r.sessions} game servers spawn ${r.agents} agents at once and tick at once`;
-  const lines = [head, `  steady:              ${f(r.steady)}`, `  ${r.kind === 'spawn' ? 'spawn (2 s after): ' : 'first 2 s:         '} ${f(r.burst)}`];
-  if (r.despawn !== null) lines.push(`  despawn (2 s after): ${f(r.despawn)}`);
+    res.kind === 'spawn'
+      ? `burst spawn, ids ${res.ids}: ${res.sessions} game servers with ${res.agents} agents tick while a newcomer spawns and despawns ${res.burstAgents} (${res.spawnAckMs.length}×)`
+      : `burst start, ids ${res.ids}: ${res.sessions} game servers spawn ${res.agents} agents at once and tick at once`;
+  const lines = [head, `  steady:              ${f(res.steady)}`, `  ${res.kind === 'spawn' ? 'spawn (2 s after): ' : 'first 2 s:         '} ${f(res.burst)}`];
+  if (res.despawn !== null) lines.push(`  despawn (2 s after): ${f(res.despawn)}`);
   lines.push(
-    r.kind === 'spawn'
-      ? `  other game servers delayed by p99 +${r.delayP99Ms.toFixed(1)} ms (×${r.ratioP99.toFixed(2)}); spawn answered in ${r.spawnAckMs.join(', ')} ms; ` +
-          `newcomer's first tick after ${r.firstTickMs.join(', ')} ms; despawn answered in ${r.despawnAckMs.join(', ')} ms`
-      : `  first 2 s p99 / steady p99 = ×${r.ratioP99.toFixed(2)}`,
+    res.kind === 'spawn'
+      ? `  other game servers delayed by p99 +${res.delayP99Ms.toFixed(1)} ms (×${res.ratioP99.toFixed(2)}); spawn answered in ${res.spawnAckMs.join(', ')} ms; ` +
+          `newcomer's first tick after ${res.firstTickMs.join(', ')} ms; despawn answered in ${res.despawnAckMs.join(', ')} ms`
+      : `  first 2 s p99 / steady p99 = ×${res.ratioP99.toFixed(2)}`,
   );
-  if (r.lost > 0 || r.errors > 0) lines.push(`  ${r.lost} ticks unanswered, ${r.errors} errors${r.sampleError === null ? '' : `: ${r.sampleError}`}`);
+  if (res.lost > 0 || res.errors > 0) lines.push(`  ${res.lost} ticks unanswered, ${res.errors} errors${res.sampleError === null ? '' : `: ${res.sampleError}`}`);
   return lines;
 }
 
