@@ -32,8 +32,10 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
   const parse = (msg: Record<string, unknown>) => parseClientFrame(encode(msg), o.maxFrameBytes, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
   for (let round = 0; round < o.rounds; round++) {
     const session = `warmup-${randomUUID()}`;
-    pool.createSession(session, { fields: FIELDS, maxAgents: o.agents });
+    let created = false;
     try {
+      pool.createSession(session, { fields: FIELDS, maxAgents: o.agents });
+      created = true;
       // Dense, sparse and string ids, so each path of the id handling is warm.
       const ids: AgentId[] = Array.from({ length: o.agents }, (_, i) => (i % 3 === 0 ? i : i % 3 === 1 ? 1_000_000 + i : `warm-${i}`));
       const spawn = parse({ t: 'spawn', id: 1, agents: ids.map((id, i) => ({ id, tree: trees[i % trees.length]!, seed: i })) });
@@ -54,7 +56,14 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
     } catch (err) {
       return { ms: performance.now() - started, agents: o.agents * round, ticks, error: err instanceof Error ? err.message : String(err) };
     } finally {
-      pool.destroySession(session);
+      // A pool closed meanwhile (a shutdown during start-up) has nothing left to free.
+      if (created) {
+        try {
+          pool.destroySession(session);
+        } catch {
+          // closed
+        }
+      }
     }
   }
   return { ms: performance.now() - started, agents: o.agents * o.rounds, ticks };
