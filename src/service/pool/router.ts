@@ -37,10 +37,10 @@ class RouterSession {
   fast = new Int32Array(0);
   /**
    * Where the rows of the last snapshots found their agents, by row position: game servers list their agents in
-   * the same order tick after tick, so row i names the same agent as last time, and one comparison (a number, or
-   * the same interned string: protocol/rows.ts) finds it whatever the ids look like — sparse integers or strings
-   * miss the `fast` array and would pay a Map lookup per row. Packed `host << 24 | slot` as in `fast`. Emptied
-   * whenever a route goes away (an id may come back elsewhere).
+   * the same order tick after tick, so row i names the same agent as last time, and one comparison (of numbers,
+   * or of two short strings) finds it whatever the ids look like — sparse integers or strings miss the `fast`
+   * array and would pay a Map lookup (a string: hashed anew each frame) per row. Packed `host << 24 | slot` as in
+   * `fast`. Emptied whenever a route goes away (an id may come back elsewhere).
    */
   rowIds: AgentId[] = [];
   rowAt = new Int32Array(0);
