@@ -2,8 +2,8 @@
 //
 // - `spawn` (noisy neighbour): `--sessions` game servers tick in lockstep; after a steady stretch a new game
 //   server connects, spawns `--burst-agents` agents in one message and sends one tick right behind it (its
-//   answer says every agent exists); after 2 s it ticks them for 2 s, stops, despawns them in one message and
-//   leaves, `--burst-repeat` times. The other game servers' latency is reported for the steady stretch, the 2 s
+//   answer says every agent exists); after 2 s it ticks them for 2 s, stops, waits for its last ticks' answers
+//   and half a second, despawns them in one message and leaves, `--burst-repeat` times. The other game servers' latency is reported for the steady stretch, the 2 s
 //   after each spawn was sent and the 2 s after each despawn was sent (the newcomer's regular ticks fall outside
 //   both: the windows hold the bursts, not the steady cost of 10,000 more agents).
 // - `start` (cold start): a fresh service; `--sessions` game servers connect, then all spawn their agents at
@@ -185,7 +185,10 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
         join(b, performance.now(), 0, 2);
         await sleep(2000);
         leave(b);
-        await sleep(4 * periodMs);
+        // Its last ticks answered, and a moment for the others to settle: the despawn window is the despawn's.
+        const settleBy = performance.now() + 10_000;
+        while (b.outstanding > 0 && performance.now() < settleBy) await sleep(10);
+        await sleep(500);
         firstTickMs.push(first);
         const dsent = performance.now();
         windows.push({ from: dsent, to: dsent + BURST_WINDOW_MS, hist: despawn });
