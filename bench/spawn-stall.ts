@@ -4,6 +4,7 @@
 // turn of the event loop; pool/slicer.ts: a worker creates agents 2 ms at a time between other messages). Every
 // other session on that thread waits for the longest block. In-process (the real code, no network), measured in
 // CPU time (the machine is shared), per id style. `--agents N` (10000), `--rounds N` (6: the first is cold, the others warm).
+// Then what each id style costs the main thread per snapshot row: reading the frame, and routing the rows.
 //
 //   npm run build && node dist/bench/spawn-stall.js [--agents 10000] [--rounds 6]
 
@@ -144,6 +145,10 @@ function round(style: (typeof ID_STYLES)[number], k: number): Figures {
   return { mainOneBlock: decodeMs + routeAll, mainLongest, workerOneBlock, workerLongest, decodeMs };
 }
 
+function median(xs: number[]): number {
+  return xs.toSorted((a, b) => a - b)[xs.length >> 1]!;
+}
+
 function cell(a: number, b: number): string {
   return `${a.toFixed(1)} → ${b.toFixed(1)}`;
 }
@@ -167,4 +172,37 @@ for (const style of ID_STYLES) {
     `${style.padEnd(7)} | warm ${cell(med((x) => x.mainOneBlock), med((x) => x.mainLongest))} (${med((x) => x.decodeMs).toFixed(1)}); cold ${cell(c.mainOneBlock, c.mainLongest)} (${c.decodeMs.toFixed(1)})` +
       ` | warm ${cell(med((x) => x.workerOneBlock), med((x) => x.workerLongest))}; cold ${cell(c.workerOneBlock, c.workerLongest)}`,
   );
+}
+
+// Per snapshot row: reading a 10,000-row frame (the fast path) and routing its rows to the workers' batches.
+console.log(`\nmain thread per snapshot row (${N} rows, 4 fields as the load generator sends them; ns of CPU time, median of 5 × 100 frames)`);
+console.log('ids     | read | route | in all');
+for (const style of ID_STYLES) {
+  const ids = agentIds(style, 3, N) ?? Array.from({ length: N }, (_, i) => i);
+  const router = new Capture(library);
+  router.createSession('rows', { fields: FIELDS, maxAgents: N });
+  router.spawn('rows', ids.map((id) => ({ id, tree: 'guard' })));
+  const frame = encode({ t: 'snapshot', tick: 1, time: 0.05, agents: ids.map((id, i) => [id, 50 + (i % 7), i % 3 === 0, i % 3 === 0 ? 12.5 : null, i % 3 === 0 ? [1.5, 2.5] : null]) });
+  const reads: number[] = [];
+  const routes: number[] = [];
+  for (let r = 0; r < 6; r++) {
+    let read = 0;
+    let route = 0;
+    for (let f = 0; f < 100; f++) {
+      let t = performance.now();
+      const parsed = parseClientFrame(frame, LIMITS.defaultMaxFrameBytes, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
+      read += performance.now() - t;
+      if (!parsed.ok || parsed.msg.t !== 'snapshot') throw new Error('snapshot frame refused');
+      t = performance.now();
+      router.observe('rows', parsed.msg.agents as Parameters<Capture['observe']>[1], false);
+      route += performance.now() - t;
+      // A tick would take the batches to the workers; here they are dropped.
+      for (const shard of (router as unknown as { sessions: Map<string, { shards: Array<{ discard(): void }> }> }).sessions.get('rows')!.shards) shard.discard();
+    }
+    if (r > 0) {
+      reads.push((read * 1e6) / (100 * N));
+      routes.push((route * 1e6) / (100 * N));
+    }
+  }
+  console.log(`${style.padEnd(7)} | ${median(reads).toFixed(0)} ns | ${median(routes).toFixed(0)} ns | ${(median(reads) + median(routes)).toFixed(0)} ns`);
 }
