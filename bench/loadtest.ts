@@ -6,13 +6,14 @@
 //                       [--workers 1,2] [--find-capacity] [--url ws://host:port] [--watch 0,10] [--json FILE] ...   (--help)
 
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Mode } from '../src/client/index.js';
 import { findCapacity, type CapacityResult } from './load/capacity.js';
 import { OptionsError, parseOptions, type LoadOptions } from './load/options.js';
 import { capacityLine, capacityTable, failureLines, resultsTable } from './load/report.js';
 import { runLoad, type RunResult, type RunSpec } from './load/run.js';
+import { burstLines, runBurst, type BurstResult } from './load/burst.js';
 import { existingService, startService, type Target } from './load/service.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { partIndex } from '../src/record/index.js';
@@ -33,7 +34,8 @@ const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 // Every run is bounded: set-up, warm-up, window and drain, times the number of runs, then we give up.
 const runSeconds = (seconds: number): number => o.warmup + seconds + 180;
-const runsPlanned = (o.url === undefined ? o.workers.length : 1) * o.modes.length * (o.findCapacity ? o.maxProbes : o.watch.length * (o.record === 'both' ? 2 : 1));
+const runsPlanned =
+  (o.url === undefined ? o.workers.length : 1) * o.ids.length * (o.burst !== null ? o.burst.length * (1 + o.burstRepeat / 4) : o.modes.length * (o.findCapacity ? o.maxProbes : o.watch.length * (o.record === 'both' ? 2 : 1)));
 const watchdog = setTimeout(() => {
   log(`loadtest: still running after ${runsPlanned} × ${runSeconds(o.findCapacity ? o.probeSeconds : o.seconds)} s; giving up`);
   process.exit(3);
@@ -90,8 +92,9 @@ async function withTarget<T>(workers: number, use: (target: Target) => Promise<T
   }
 }
 
-function spec(mode: Mode, agents: number, seconds: number, failFast: boolean, watch = o.watch[0]!): RunSpec {
+function spec(mode: Mode, agents: number, seconds: number, failFast: boolean, watch = o.watch[0]!, ids = o.ids[0]!): RunSpec {
   return {
+    ...(ids !== 'dense' || o.ids.length > 1 ? { ids } : {}),
     watch,
     mode,
     sessions: o.sessions,
@@ -110,6 +113,58 @@ function spec(mode: Mode, agents: number, seconds: number, failFast: boolean, wa
 }
 
 const progress = { progress: (line: string) => log(line) };
+
+if (o.burst !== null) {
+  // Burst runs (bench/load/burst.ts): their own report, then the command ends.
+  const bursts: BurstResult[] = [];
+  const failedBursts: string[] = [];
+  for (const workers of o.url === undefined ? o.workers : [null]) {
+    for (const kind of o.burst) {
+      for (const ids of o.ids) {
+        log(`\n— burst ${kind}, ${workers ?? 'remote'} workers, ${ids} ids`);
+        const r = await withTarget(workers ?? 0, (t) =>
+          runBurst(
+            {
+              kind,
+              sessions: o.sessions,
+              agents: o.agents,
+              burstAgents: o.burstAgents,
+              repeat: o.burstRepeat,
+              hz: o.hz,
+              warmup: o.warmup,
+              seconds: o.seconds,
+              tree: o.tree,
+              seed: o.seed,
+              ids,
+              ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
+              progress: log,
+            },
+            t,
+          ).catch((err: unknown) => (err instanceof Error ? err.message : String(err))),
+        );
+        if (typeof r === 'string') {
+          failedBursts.push(`burst ${kind}, ids ${ids}: ${r}`);
+          console.log(`burst ${kind}, ids ${ids}: failed: ${r}`);
+          continue;
+        }
+        bursts.push({ ...r, workers });
+        for (const line of burstLines(r)) console.log(line);
+      }
+    }
+  }
+  console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+  if (o.json !== undefined) {
+    const out = {
+      machine: { cpu: machine.cpu, cores: machine.cores, v8: machine.v8, node: machine.node, platform: machine.platform, loadAverage: machine.load, loadAverageAtEnd: loadavg(), date: machine.date },
+      command: `npm run loadtest -- ${process.argv.slice(2).join(' ')}`,
+      bursts,
+      failed: failedBursts,
+    };
+    writeFileSync(o.json, `${JSON.stringify(out, null, 2)}\n`);
+    log(`wrote ${o.json}`);
+  }
+  process.exit(failedBursts.length === 0 && bursts.every((b) => b.lost === 0 && b.errors === 0) ? 0 : 1);
+}
 const results: RunResult[] = [];
 const searches: Array<{ workers: number | null; mode: Mode; search: CapacityResult<RunResult> }> = [];
 const workerCounts: ReadonlyArray<number | null> = o.url === undefined ? o.workers : [null];
@@ -119,11 +174,13 @@ for (const workers of workerCounts) {
     if (!o.findCapacity) {
       for (const record of o.record === 'both' ? [false, true] : [o.record === 'on']) {
         for (const watch of o.watch) {
-          log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${record ? ', every session recorded' : ''}${watch > 0 ? `, ${watch} watched by inspector pages` : ''}`);
-          lastRecording = null;
-          const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false, watch), t, progress), record);
-          results.push(r);
-          if (record && lastRecording !== null) recorded.set(r, lastRecording);
+          for (const ids of o.ids) {
+            log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${record ? ', every session recorded' : ''}${watch > 0 ? `, ${watch} watched by inspector pages` : ''}${ids !== 'dense' ? `, ${ids} ids` : ''}`);
+            lastRecording = null;
+            const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false, watch, ids), t, progress), record);
+            results.push(r);
+            if (record && lastRecording !== null) recorded.set(r, lastRecording);
+          }
         }
       }
       continue;

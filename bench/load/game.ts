@@ -3,7 +3,8 @@
 // Fixed: snapshots are fire-and-forget; decisions arrive on the service's clock and their spacing and
 // staleness (receipt − scheduled send of the snapshot they were based on) are recorded.
 
-import { CanopyClient, type Decisions, type Mode, type RowWriter, type SpawnAgent } from '../../src/client/index.js';
+import { CanopyClient, type AgentId, type Decisions, type Mode, type RowWriter, type SpawnAgent } from '../../src/client/index.js';
+import { agentIds, type IdStyle } from './ids.js';
 import { LatencyHistogram } from './histogram.js';
 import { FIELDS, GameWorld } from './world.js';
 
@@ -47,12 +48,20 @@ export interface GameOptions {
   readonly seed: number;
   /** How long a lockstep tick may stay unanswered before it counts as lost (ms). */
   readonly requestTimeoutMs: number;
+  /** Agent ids (bench/load/ids.ts): dense 0..N-1 when absent. */
+  readonly ids?: IdStyle;
+  /** This game server's number among all (sparse and string ids are unique per game server). */
+  readonly index?: number;
+  /** Agents per spawn message (default 5000). */
+  readonly spawnBatch?: number;
 }
 
 /** One game server. */
 export class GameServer {
   readonly options: GameOptions;
   readonly world: GameWorld;
+  /** The agents' ids, by world index; null: dense (the index is the id). */
+  readonly ids: readonly AgentId[] | null;
   client!: CanopyClient;
   private rows!: RowWriter;
   counters: GameCounters = zeroCounters();
@@ -77,6 +86,8 @@ export class GameServer {
   windowTo = Infinity;
   /** Set when the session was lost (socket closed, fatal error). */
   failure: string | undefined;
+  /** Every answered lockstep tick, in or out of the window: its scheduled send and latency (the burst runs' phases). */
+  onLatency: ((dueAt: number, ms: number) => void) | null = null;
   private readonly scheduled = new Float64Array(TICK_RING);
   private lastFrameAt = -1;
   private lastTick = -1;
@@ -87,7 +98,8 @@ export class GameServer {
 
   constructor(options: GameOptions) {
     this.options = options;
-    this.world = new GameWorld(options.agents, options.seed);
+    this.ids = agentIds(options.ids ?? 'dense', options.index ?? 0, options.agents);
+    this.world = new GameWorld(options.agents, options.seed, this.ids);
   }
 
   /** The first error message the service sent (for the report). */
@@ -127,11 +139,23 @@ export class GameServer {
   /** Spawns the agents, in batches. */
   async spawn(): Promise<void> {
     const o = this.options;
-    for (let from = 0; from < o.agents; from += SPAWN_BATCH) {
+    const batchSize = o.spawnBatch ?? SPAWN_BATCH;
+    for (let from = 0; from < o.agents; from += batchSize) {
       const batch: SpawnAgent[] = [];
-      for (let i = from; i < Math.min(o.agents, from + SPAWN_BATCH); i++) batch.push({ id: i, tree: o.tree, seed: o.seed * 1_000_003 + i });
+      for (let i = from; i < Math.min(o.agents, from + batchSize); i++) batch.push({ id: this.ids === null ? i : this.ids[i]!, tree: o.tree, seed: o.seed * 1_000_003 + i });
       const out = await this.client.spawn(batch);
       if (out.errors.length > 0) throw new Error(`spawn refused ${out.errors.length} agents: ${out.errors[0]!.code} ${out.errors[0]!.message}`);
+    }
+  }
+
+  /** Despawns every agent, `batchSize` per message (default: all in one). */
+  async despawnAll(batchSize = this.options.agents): Promise<void> {
+    const o = this.options;
+    for (let from = 0; from < o.agents; from += batchSize) {
+      const batch: AgentId[] = [];
+      for (let i = from; i < Math.min(o.agents, from + batchSize); i++) batch.push(this.ids === null ? i : this.ids[i]!);
+      const out = await this.client.despawn(batch);
+      if (out.errors.length > 0) throw new Error(`despawn refused ${out.errors.length} agents: ${out.errors[0]!.code} ${out.errors[0]!.message}`);
     }
   }
 
@@ -160,6 +184,7 @@ export class GameServer {
             this.latency.record(now - dueAt);
             c.answered++;
           }
+          this.onLatency?.(dueAt, now - dueAt);
           this.recent.record(now - dueAt);
           this.onDecisions(d, inWindow);
         },
@@ -167,7 +192,10 @@ export class GameServer {
           this.outstanding--;
           this.inFlight.delete(n);
           const code = (err as { code?: string }).code;
-          if (code === 'E_TIMEOUT' || code === 'E_CLOSED') c.lost++;
+          if (code === 'E_TIMEOUT' || code === 'E_CLOSED') {
+            c.lost++;
+            this.onLatency?.(dueAt, performance.now() - dueAt); // a lower bound of its latency
+          }
           else c.serviceErrors++;
           this.firstError ??= err instanceof Error ? err.message : String(err);
         },
@@ -181,6 +209,11 @@ export class GameServer {
       this.sendLag.record(startedAt - dueAt);
       this.work.record(performance.now() - startedAt);
     }
+  }
+
+  /** Scheduled send times of the lockstep ticks still unanswered. */
+  unansweredDue(): number[] {
+    return [...this.inFlight.values()];
   }
 
   /**

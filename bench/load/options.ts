@@ -2,6 +2,8 @@
 
 import { parseArgs } from 'node:util';
 import type { Mode } from '../../src/client/index.js';
+import type { BurstKind } from './burst.js';
+import { ID_STYLES, type IdStyle } from './ids.js';
 
 export interface LoadOptions {
   /** An existing service (`ws://host:port`); undefined: the generator starts one per run. */
@@ -40,6 +42,12 @@ export interface LoadOptions {
   readonly watch: readonly number[];
   /** Record every session (CANOPY_RECORD=all): off, on, or both (each run twice, off then on, compared). */
   readonly record: 'off' | 'on' | 'both';
+  /** Agent id styles (bench/load/ids.ts), one run each; default dense. */
+  readonly ids: readonly IdStyle[];
+  /** Burst runs instead of the steady load (bench/load/burst.ts); null: none. */
+  readonly burst: readonly BurstKind[] | null;
+  readonly burstAgents: number;
+  readonly burstRepeat: number;
 }
 
 export class OptionsError extends Error {
@@ -73,7 +81,17 @@ Simulates game servers driving Canopy and reports what the service sustained.
   --watch N[,N...]         agents watched by inspector pages (/v1/inspector/ws) during the run; several
                            values: one run each, compared (e.g. 0,10: the capacity cost of watching) (default 0)
   --record off|on|both     record every session (CANOPY_RECORD=all) in a temp folder; both: each run
-                           without then with recording, compared (CPU, latency, bytes per agent-tick)`;
+                           without then with recording, compared (CPU, latency, bytes per agent-tick)
+  --ids S[,S...]           agent ids: dense (0..N-1), sparse (k*1,000,000 + i for game server k) or
+                           string ("npc-k-i"); several: one run each                   (default dense)
+  --burst spawn|start|both spawn: while --sessions game servers tick, a newcomer spawns --burst-agents
+                           agents in one message, ticks them 3 s and despawns them, --burst-repeat times:
+                           the others' latency during the 2 s after each spawn and despawn vs steady.
+                           start: --sessions game servers spawn --agents at once and tick at once: the
+                           first 2 s vs the steady state after --warmup. Lockstep; defaults for a burst
+                           run: --seconds 10, and for spawn --sessions 7 --agents 17500, for start
+                           --sessions 8 --agents 20000
+    --burst-agents N --burst-repeat N                                   (default 10000, 3)`;
 
 const MAX_AGENTS = 2_000_000;
 
@@ -89,10 +107,10 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         url: { type: 'string' },
         'api-key': { type: 'string' },
         mode: { type: 'string', default: 'lockstep' },
-        sessions: { type: 'string', default: '4' },
-        agents: { type: 'string', default: '20000' },
+        sessions: { type: 'string' },
+        agents: { type: 'string' },
         hz: { type: 'string', default: '20' },
-        seconds: { type: 'string', default: '60' },
+        seconds: { type: 'string' },
         warmup: { type: 'string', default: '5' },
         workers: { type: 'string' },
         tree: { type: 'string', default: 'guard' },
@@ -112,6 +130,10 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         'cpu-prof': { type: 'string' },
         watch: { type: 'string', default: '0' },
         record: { type: 'string', default: 'off' },
+        ids: { type: 'string', default: 'dense' },
+        burst: { type: 'string' },
+        'burst-agents': { type: 'string', default: '10000' },
+        'burst-repeat': { type: 'string', default: '3' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -120,6 +142,11 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
   }
   const v = parsed.values;
   if (v.help) throw new OptionsError(USAGE);
+  // Defaults: the steady load, or a burst run's own (the issue's cases).
+  const burstKind = v.burst === 'start' ? 'start' : v.burst !== undefined ? 'spawn' : null;
+  v.sessions ??= burstKind === 'spawn' ? '7' : burstKind === 'start' ? '8' : '4';
+  v.agents ??= burstKind === 'spawn' ? '17500' : '20000';
+  v.seconds ??= burstKind === null ? '60' : '10';
   const modes: Mode[] = v.mode === 'both' ? ['lockstep', 'fixed'] : v.mode === 'lockstep' || v.mode === 'fixed' ? [v.mode] : bad('--mode', 'lockstep, fixed or both', v.mode);
   const hz = number('--hz', v.hz, 0, 1000, { exclusiveMin: true });
   const sessions = integer('--sessions', v.sessions, 1, 1000);
@@ -134,6 +161,15 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
   const workers = (v.workers ?? '2').split(',').map((w) => integer('--workers', w.trim(), 0, 64));
   const watch = v.watch.split(',').map((w) => integer('--watch', w.trim(), 0, 1000));
   if (v['find-capacity'] && watch.length > 1) throw new OptionsError('--watch: one value with --find-capacity (run the search once per value)');
+  const ids = v.ids.split(',').map((s) => {
+    const style = s.trim();
+    return (ID_STYLES as readonly string[]).includes(style) ? (style as IdStyle) : bad('--ids', 'dense, sparse or string', style);
+  });
+  const burst: BurstKind[] | null =
+    v.burst === undefined ? null : v.burst === 'both' ? ['spawn', 'start'] : v.burst === 'spawn' || v.burst === 'start' ? [v.burst] : bad('--burst', 'spawn, start or both', v.burst);
+  if (burst !== null && (v['find-capacity'] || v.mode !== 'lockstep' || watch.length > 1 || v.record !== 'off')) {
+    throw new OptionsError('--burst: lockstep only, without --find-capacity, --watch lists or --record');
+  }
   const minAgents = integer('--min-agents', v['min-agents'], 1, MAX_AGENTS);
   const maxAgents = integer('--max-agents', v['max-agents'], minAgents, MAX_AGENTS);
   return {
@@ -163,6 +199,10 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     cpuProf: v['cpu-prof'],
     watch,
     record: v.record === 'off' || v.record === 'on' || v.record === 'both' ? v.record : bad('--record', 'off, on or both', v.record),
+    ids,
+    burst,
+    burstAgents: integer('--burst-agents', v['burst-agents'], 1, MAX_AGENTS),
+    burstRepeat: integer('--burst-repeat', v['burst-repeat'], 1, 100),
   };
 }
 

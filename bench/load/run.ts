@@ -7,6 +7,7 @@ import { machineInfo } from '../lib/machine.js';
 import type { Mode } from '../../src/client/index.js';
 import { referenceWorkMs } from './calibrate.js';
 import { GameServer } from './game.js';
+import type { IdStyle } from './ids.js';
 import { mergeHistograms, type LatencySummary } from './histogram.js';
 import { buckets, byLabel, delta, fractionAtMost, maxBound, quantile, fetchMetrics, sum, type Scrape } from './prom.js';
 import { Schedule, phaseOffsets } from './schedule.js';
@@ -37,6 +38,8 @@ export interface RunSpec {
   readonly failFast: boolean;
   /** Agents watched by inspector pages (bench/load/inspect.ts) from the warm-up on; 0 or absent: none. */
   readonly watch?: number;
+  /** Agent id style (bench/load/ids.ts); absent: dense. */
+  readonly ids?: IdStyle;
 }
 
 /** Percentiles in ms (`max` of a Prometheus histogram is the upper bound of its highest non-empty bucket). */
@@ -129,6 +132,8 @@ export interface RunResult {
   /** Agents watched by inspector pages, and what the pages received (`--watch`). */
   readonly watched?: number;
   readonly inspector?: { readonly messages: number; readonly bytes: number };
+  /** Agent id style (`--ids`). */
+  readonly ids?: IdStyle;
 }
 
 /** Hooks for the caller: progress lines. */
@@ -159,6 +164,7 @@ export async function runLoad(spec: RunSpec, target: Target, hooks: RunHooks = {
         tree: spec.tree,
         seed: spec.seed + k,
         requestTimeoutMs: 10_000,
+        ...(spec.ids !== undefined ? { ids: spec.ids, index: k } : {}),
       }),
   );
   const metricsUrl = `${target.httpUrl}/metrics`;
@@ -265,7 +271,8 @@ export async function runLoad(spec: RunSpec, target: Target, hooks: RunHooks = {
     const result = summarize(spec, target, games, schedules, start, end, windowFrom, windowEnd, peakRss, stoppedEarly, reference);
     const diagnosis = target.diagnose();
     if (diagnosis !== undefined && !result.ok) result.failures.push(diagnosis);
-    return pages === null ? result : { ...result, watched: spec.watch ?? 0, inspector: { messages: pages.messages, bytes: pages.bytes } };
+    const tagged = spec.ids === undefined ? result : { ...result, ids: spec.ids };
+    return pages === null ? tagged : { ...tagged, watched: spec.watch ?? 0, inspector: { messages: pages.messages, bytes: pages.bytes } };
   } finally {
     pages?.close();
     await Promise.all(games.map((g) => g.close()));

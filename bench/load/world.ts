@@ -4,7 +4,7 @@
 // shoot: short, flee: a few seconds), so trees really run, abort and cancel. State lives in typed
 // arrays and rows are rewritten in place: a tick allocates nothing.
 
-import type { ActionDecision, ActionResult, CancelDecision, RowWriter } from '../../src/client/index.js';
+import type { ActionDecision, ActionResult, AgentId, CancelDecision, RowWriter } from '../../src/client/index.js';
 
 /** The observation fields guard.json reads (`self.hp`, `self.enemyVisible`, `self.enemyDist`, `self.enemyPos`). */
 export const FIELDS = ['hp', 'enemyVisible', 'enemyDist', 'enemyPos'] as const;
@@ -79,12 +79,19 @@ export class GameWorld {
   /** Per agent, the `[x, y]` array sent as `enemyPos`, rewritten in place. */
   private readonly enemyPos: number[][];
   /** Result tuples, reused tick after tick; the first `resultCount` are this tick's. */
-  private readonly resultPool: Array<[number, number, 'success' | 'failure']> = [];
-  private readonly resultList: Array<[number, number, 'success' | 'failure']> = [];
+  private readonly resultPool: Array<[AgentId, number, 'success' | 'failure']> = [];
+  private readonly resultList: Array<[AgentId, number, 'success' | 'failure']> = [];
   private rng: number;
+  /** The agents' ids when they are not 0..N-1 (`--ids sparse|string`), and the index of each; null: dense. */
+  private readonly ids: readonly AgentId[] | null;
+  private readonly indexOf: Map<AgentId, number> | null;
 
-  constructor(size: number, seed = 1) {
+  /** `ids`: the agents' ids, one per agent (default: 0..size-1). */
+  constructor(size: number, seed = 1, ids: readonly AgentId[] | null = null) {
     this.size = size;
+    if (ids !== null && ids.length !== size) throw new RangeError(`GameWorld: ${ids.length} ids for ${size} agents`);
+    this.ids = ids;
+    this.indexOf = ids === null ? null : new Map(ids.map((id, i) => [id, i]));
     this.rng = (seed >>> 0) || 1;
     const f = (): Float64Array => new Float64Array(size);
     this.x = f();
@@ -185,10 +192,10 @@ export class GameWorld {
 
   /** Writes every agent's observation: one row per agent, `[id, hp, enemyVisible, enemyDist, enemyPos]`. */
   writeRows(rows: RowWriter): void {
-    const { x, y, hp, ex, ey, enemyVisible, enemyPos } = this;
+    const { x, y, hp, ex, ey, enemyVisible, enemyPos, ids } = this;
     rows.begin();
     for (let i = 0; i < this.size; i++) {
-      const row = rows.row(i);
+      const row = rows.row(ids === null ? i : ids[i]!);
       row[1] = Math.round(hp[i]!); // games send whole hit points: smaller frames
       if (enemyVisible[i] === 1) {
         const dx = ex[i]! - x[i]!;
@@ -248,6 +255,7 @@ export class GameWorld {
   // -------------------------------------------------------------------------------------------
 
   private index(id: unknown): number {
+    if (this.indexOf !== null) return this.indexOf.get(id as AgentId) ?? -1;
     return typeof id === 'number' && id >= 0 && id < this.size && Number.isInteger(id) ? id : -1;
   }
 
@@ -317,7 +325,7 @@ export class GameWorld {
       r = [0, 0, 'success'];
       this.resultPool.push(r);
     }
-    r[0] = i;
+    r[0] = this.ids === null ? i : this.ids[i]!;
     r[1] = this.seq[i]!;
     r[2] = success ? 'success' : 'failure';
     this.resultList.push(r);

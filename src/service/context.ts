@@ -35,6 +35,8 @@ export interface Tuning {
   readonly validateQueue: number;
   /** Crash recovery: session time between two checkpoints of a worker's agents (PoolOptions.checkpointMs; negative: off). */
   readonly workerCheckpointMs: number;
+  /** Start-up warm-up (warmup.ts): agents spawned, ticked and freed in each of 3 rounds before /readyz turns 200; 0: none. */
+  readonly warmupAgents: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -49,6 +51,7 @@ export const DEFAULT_TUNING: Tuning = {
   validateTimeLimitMs: 10_000,
   validateQueue: 8,
   workerCheckpointMs: 2000,
+  warmupAgents: 2000,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

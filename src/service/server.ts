@@ -12,6 +12,7 @@ import { ErrorCode } from '../protocol/index.js';
 import { HttpErrorCode, respond, setUpBodies } from './http/http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
 import { createAgentPool, type AgentPool } from './pool/index.js';
+import { warmUp } from './warmup.js';
 import { Recordings, recordingRoutes } from './recording/recordings.js';
 import { SessionRegistry } from './sessions/registry.js';
 import { sessionRoutes } from './http/sessions.js';
@@ -232,6 +233,10 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       const address = app.server.address();
       const port = typeof address === 'object' && address !== null ? address.port : config.port;
       await pool.ready();
+      // The first game servers should not run the service's cold code (warmup.ts); plugin code is never ticked here.
+      const warm = await warmUp(pool, live.library.names(), { agents: tuning.warmupAgents, rounds: 3, ticks: config.plugins === null ? 5 : 0, maxFrameBytes: config.maxFrameBytes });
+      if (warm.error !== undefined) logger.warn({ err: warm.error }, 'start-up warm-up stopped early');
+      else if (warm.agents > 0) logger.debug({ ms: Math.round(warm.ms), agents: warm.agents, ticks: warm.ticks }, 'start-up warm-up done');
       if (ctx.phase === 'starting') ctx.phase = 'ready';
       logger.info({ host: config.host, port, trees: treeNames.length, workers: pool.workerCount }, 'canopy listening');
       return { port, host: config.host };

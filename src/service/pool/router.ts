@@ -35,6 +35,15 @@ class RouterSession {
    * `routes` stays the truth; a miss here falls back to it.
    */
   fast = new Int32Array(0);
+  /**
+   * Where the rows of the last snapshots found their agents, by row position: game servers list their agents in
+   * the same order tick after tick, so row i names the same agent as last time, and one comparison (of numbers,
+   * or of two short strings) finds it whatever the ids look like — sparse integers or strings miss the `fast`
+   * array and would pay a Map lookup (a string: hashed anew each frame) per row. Packed `host << 24 | slot` as in
+   * `fast`. Emptied whenever a route goes away (an id may come back elsewhere).
+   */
+  rowIds: AgentId[] = [];
+  rowAt = new Int32Array(0);
   shards: SessionShard[];
   world: unknown = null;
   worldVersion = 0;
@@ -77,7 +86,26 @@ class RouterSession {
     return r === undefined ? -1 : (r.host << 24) | r.slot;
   }
 
+  /** `locate` for the id of row `i` of a snapshot: the row position's memo first. */
+  locateRow(i: number, id: AgentId): number {
+    const rowIds = this.rowIds;
+    if (i < rowIds.length && rowIds[i] === id) return this.rowAt[i]!;
+    const at = this.locate(id);
+    if (at >= 0 && i <= rowIds.length) {
+      if (i >= this.rowAt.length) {
+        const grown = new Int32Array(Math.max(1024, this.rowAt.length * 2));
+        grown.set(this.rowAt);
+        this.rowAt = grown;
+      }
+      if (i === rowIds.length) rowIds.push(id);
+      else rowIds[i] = id;
+      this.rowAt[i] = at;
+    }
+    return at;
+  }
+
   removeRoute(id: AgentId): void {
+    if (this.rowIds.length > 0) this.rowIds = [];
     this.routes.delete(id);
     if (typeof id === 'number' && id >= 0 && id < this.fast.length) this.fast[id] = -1;
   }
@@ -86,6 +114,8 @@ class RouterSession {
 /** Routes pack as `host << 24 | slot` in an Int32: at most MAX_HOSTS hosts, MAX_SLOTS agents of a session per host. */
 export const MAX_HOSTS = 64;
 const MAX_SLOTS = 1 << 24;
+/** Agents per spawn message to a worker (a worker deserializes 1,000 in about half a millisecond). */
+const SPAWN_PART = 1000;
 
 /** An error the caller made (unknown session, misuse); carries a protocol code for the session layer. */
 export class PoolUsageError extends Error {
@@ -302,7 +332,10 @@ export abstract class PoolRouter implements AgentPool {
     }
     for (let h = 0; h < this.hostCount; h++) {
       const agents = orders[h]!;
-      if (agents.length > 0) this.post(h, { t: 'spawn', session, fields: s.fields, agents }, []);
+      // In parts: a worker reads each message in one go before it can look at another session's tick.
+      for (let from = 0; from < agents.length; from += SPAWN_PART) {
+        this.post(h, { t: 'spawn', session, fields: s.fields, agents: from === 0 && agents.length <= SPAWN_PART ? agents : agents.slice(from, from + SPAWN_PART) }, []);
+      }
     }
     return { ids, errors };
   }
@@ -369,7 +402,7 @@ export abstract class PoolRouter implements AgentPool {
       }
       const ids = agents.ids;
       for (let i = 0; i < agents.count; i++) {
-        const at = s.locate(ids[i]!);
+        const at = s.locateRow(i, ids[i]!);
         if (at < 0) unknown++;
         else shards[at >>> 24]!.pushPacked(at & 0xffffff, agents, i);
       }
@@ -378,7 +411,7 @@ export abstract class PoolRouter implements AgentPool {
       if (s.fields === null && rows.length > 0) throw new PoolUsageError('E_BAD_FIELD', 'agents: positional rows need `fields` declared in hello');
       for (let i = 0; i < rows.length; i++) {
         const row = rows[i]!;
-        const at = s.locate(row[0] as AgentId);
+        const at = s.locateRow(i, row[0] as AgentId);
         if (at < 0) unknown++;
         else shards[at >>> 24]!.pushRow(at & 0xffffff, row);
       }

@@ -8,6 +8,7 @@ import { loadTrees } from './load.js';
 import { libraryFromDefinitions, loadDefinitions } from './reload.js';
 import { ProgressBoard } from './progress.js';
 import { transferList, type FromHost, type ToHost, type TreesOrder, type WorkerHello } from './wire.js';
+import { SpawnSlicer } from './slicer.js';
 
 /** The test hook's message (crashWorkerForTests): the worker dies the way a bug would kill it. */
 interface CrashOrder {
@@ -41,14 +42,7 @@ if (!loaded.ok) {
 } else {
   let library = loaded.library;
   const host = new AgentHost(library, board);
-  const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {
-    if (msg.t === 'crash') throw new Error('pool worker: crash requested (test hook)');
-    if (msg.t === 'trees') {
-      // Validated on the main thread with the same plugins: a failure here is a deployment bug (loud: the worker is replaced).
-      library = libraryFromDefinitions(msg.defs, library);
-      host.reload(library, msg.restart);
-      return;
-    }
+  const run = (msg: ToHost): void => {
     let reply: FromHost | null;
     try {
       reply = host.handle(msg);
@@ -60,14 +54,30 @@ if (!loaded.ok) {
     if (reply === null) return;
     port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions) : []);
   };
-  // Messages sent before this listener exists wait in the port, in order.
-  port.on('message', (msg: ToHost | CrashOrder | TreesOrder) => {
-    board.start();
+  const slices = new SpawnSlicer(run, () => board.end());
+  const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {
+    if (msg.t === 'crash') throw new Error('pool worker: crash requested (test hook)');
+    if (msg.t === 'trees') {
+      // Spawns queued before the reload use the trees they were checked against.
+      slices.finishAll();
+      // Validated on the main thread with the same plugins: a failure here is a deployment bug (loud: the worker is replaced).
+      library = libraryFromDefinitions(msg.defs, library);
+      host.reload(library, msg.restart);
+      board.end();
+      return;
+    }
+    // A large spawn, and whatever its session sends after it, waits in the slicer; other sessions go first.
+    if (slices.take(msg)) return;
     try {
-      handle(msg);
+      run(msg);
     } finally {
       board.end(); // the reply is posted: this worker owes nothing, however late the main thread reads it
     }
+  };
+  // Messages sent before this listener exists wait in the port, in order.
+  port.on('message', (msg: ToHost | CrashOrder | TreesOrder) => {
+    board.start();
+    handle(msg);
   });
   const hashes: Record<string, string> = {};
   for (const name of library.names()) hashes[name] = library.get(name)!.hash;

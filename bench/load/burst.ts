@@ -1,0 +1,285 @@
+// Bursts (`--burst`): what spawning and despawning many agents at once does to everybody else's ticks.
+//
+// - `spawn` (noisy neighbour): `--sessions` game servers tick in lockstep; after a steady stretch a new game
+//   server connects, spawns `--burst-agents` agents in one message and sends one tick right behind it (its
+//   answer says every agent exists); after 2 s it ticks them for 2 s, stops, waits for its last ticks' answers
+//   and half a second, despawns them in one message and leaves, `--burst-repeat` times. The other game servers' latency is reported for the steady stretch, the 2 s
+//   after each spawn was sent and the 2 s after each despawn was sent (the newcomer's regular ticks fall outside
+//   both: the windows hold the bursts, not the steady cost of 10,000 more agents).
+// - `start` (cold start): a fresh service; `--sessions` game servers connect, then all spawn their agents at
+//   once and tick from that instant on (their first snapshots queue behind their spawns). The latency of the
+//   first 2 s is reported against the steady state after the warm-up.
+//
+// Latency is lockstep latency, from each snapshot's scheduled send to its decisions (as in run.ts).
+
+import { GameServer } from './game.js';
+import { LatencyHistogram, type LatencySummary } from './histogram.js';
+import type { IdStyle } from './ids.js';
+import { Schedule, phaseOffsets } from './schedule.js';
+import { split } from './run.js';
+import type { Target } from './service.js';
+
+export type BurstKind = 'spawn' | 'start';
+
+export interface BurstSpec {
+  readonly kind: BurstKind;
+  /** Game servers ticking all along (spawn: the neighbours; start: the ones that start together). */
+  readonly sessions: number;
+  /** Their agents in all. */
+  readonly agents: number;
+  /** spawn: agents the newcomer spawns (one message) and despawns (one message). */
+  readonly burstAgents: number;
+  /** spawn: bursts in one run. */
+  readonly repeat: number;
+  readonly hz: number;
+  /** spawn: seconds of steady ticking before the first burst; start: seconds before the steady window. */
+  readonly warmup: number;
+  /** Seconds of the steady window. */
+  readonly seconds: number;
+  readonly tree: string;
+  readonly seed: number;
+  readonly ids: IdStyle;
+  readonly apiKey?: string;
+  readonly progress?: (line: string) => void;
+}
+
+/** Latency of one phase, ms. */
+export type PhaseLatency = LatencySummary;
+
+export interface BurstResult {
+  readonly kind: BurstKind;
+  /** Worker threads of the service (null: a service given by URL); set by the caller. */
+  readonly workers?: number | null;
+  readonly ids: IdStyle;
+  readonly sessions: number;
+  readonly agents: number;
+  readonly burstAgents: number;
+  readonly hz: number;
+  /** The other game servers' latency in the steady window. */
+  readonly steady: PhaseLatency;
+  /** spawn: the 2 s after each spawn was sent; start: the first 2 s. */
+  readonly burst: PhaseLatency;
+  /** spawn: the 2 s after each despawn was sent; null for start. */
+  readonly despawn: PhaseLatency | null;
+  /** spawn: ms from sending the spawn to its reply, and to the newcomer's first tick answered (its agents all exist), per burst. */
+  readonly spawnAckMs: number[];
+  readonly firstTickMs: number[];
+  /** spawn: ms from sending the despawn to its reply. */
+  readonly despawnAckMs: number[];
+  /** burst p99 − steady p99 (ms); and burst p99 / steady p99. */
+  readonly delayP99Ms: number;
+  readonly ratioP99: number;
+  /** Lockstep ticks unanswered at the end, and error frames. */
+  readonly lost: number;
+  readonly errors: number;
+  readonly sampleError: string | null;
+}
+
+/** A phase: ticks scheduled in [from, to) go to `hist`. */
+interface Window {
+  readonly from: number;
+  readonly to: number;
+  readonly hist: LatencyHistogram;
+}
+
+const BURST_WINDOW_MS = 2000;
+
+export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstResult> {
+  const periodMs = 1000 / spec.hz;
+  const log = spec.progress ?? (() => undefined);
+  const sizes = split(spec.agents, spec.sessions);
+  const game = (agents: number, k: number, spawnBatch?: number): GameServer =>
+    new GameServer({
+      url: target.wsUrl,
+      ...(spec.apiKey !== undefined ? { apiKey: spec.apiKey } : {}),
+      mode: 'lockstep',
+      hz: spec.hz,
+      agents,
+      tree: spec.tree,
+      seed: spec.seed + k,
+      requestTimeoutMs: 30_000,
+      ids: spec.ids,
+      index: k,
+      ...(spawnBatch !== undefined ? { spawnBatch } : {}),
+    });
+  const games = sizes.map((n, k) => game(n, k, spec.kind === 'start' ? n : undefined));
+  const steady = new LatencyHistogram();
+  const burst = new LatencyHistogram();
+  const despawn = new LatencyHistogram();
+  const windows: Window[] = [];
+  const record = (dueAt: number, ms: number): void => {
+    for (const w of windows) if (dueAt >= w.from && dueAt < w.to) w.hist.record(ms);
+  };
+  for (const g of games) g.onLatency = record;
+
+  // The pacer: every game server on its own schedule, one timer for all; game servers join and leave.
+  const running: Array<{ g: GameServer; s: Schedule }> = [];
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const pace = (): void => {
+    timer = undefined;
+    if (stopped) return;
+    const now = performance.now() + 0.5;
+    const dt = 1 / spec.hz;
+    for (const { g, s } of running) s.take(now, (n, dueAt) => g.tick(n, dueAt, dt));
+    let next = Infinity;
+    for (const { s } of running) next = Math.min(next, s.nextDue());
+    if (next !== Infinity) timer = setTimeout(pace, Math.max(0, Math.floor(next - performance.now() - 0.5)));
+  };
+  const join = (g: GameServer, origin: number, offsetMs: number, first = 1): void => {
+    running.push({ g, s: new Schedule({ hz: spec.hz, origin: origin - (first - 1) * periodMs, offsetMs, maxBehindMs: 5000, first }) });
+    if (timer !== undefined) clearTimeout(timer);
+    pace();
+  };
+  const leave = (g: GameServer): void => {
+    const i = running.findIndex((x) => x.g === g);
+    if (i >= 0) running.splice(i, 1);
+  };
+
+  const spawnAckMs: number[] = [];
+  const firstTickMs: number[] = [];
+  const despawnAckMs: number[] = [];
+  const extra: GameServer[] = [];
+  /** The newcomers' errors, counted before they say bye (which ends their sessions). */
+  let extraErrors = 0;
+  try {
+    await Promise.all(games.map((g) => g.connect()));
+    const offsets = phaseOffsets(games.length, periodMs, true);
+    if (spec.kind === 'start') {
+      // All at once: spawns go out now, and every game server ticks from now on.
+      const origin = performance.now();
+      windows.push({ from: origin, to: origin + BURST_WINDOW_MS, hist: burst });
+      const steadyFrom = origin + spec.warmup * 1000;
+      windows.push({ from: steadyFrom, to: steadyFrom + spec.seconds * 1000, hist: steady });
+      const spawned = Promise.all(games.map((g) => g.spawn()));
+      games.forEach((g, k) => join(g, origin, offsets[k]!));
+      await spawned;
+      log(`  all ${spec.agents} agents spawned after ${(performance.now() - origin).toFixed(0)} ms`);
+      await sleepUntil(steadyFrom + spec.seconds * 1000 + periodMs);
+    } else {
+      await Promise.all(games.map((g) => g.spawn()));
+      const origin = performance.now() + 50;
+      games.forEach((g, k) => join(g, origin, offsets[k]!));
+      const steadyFrom = origin + spec.warmup * 1000;
+      const steadyTo = steadyFrom + spec.seconds * 1000;
+      windows.push({ from: steadyFrom, to: steadyTo, hist: steady });
+      await sleepUntil(steadyTo);
+      for (let k = 0; k < spec.repeat; k++) {
+        const b = game(spec.burstAgents, spec.sessions + k, spec.burstAgents);
+        extra.push(b);
+        await b.connect();
+        await sleep(200); // the connection's own cost is not the spawn's
+        const sent = performance.now();
+        windows.push({ from: sent, to: sent + BURST_WINDOW_MS, hist: burst });
+        let first = -1;
+        b.onLatency = () => {
+          if (first < 0) first = performance.now() - sent;
+        };
+        await b.spawn();
+        spawnAckMs.push(performance.now() - sent);
+        // One tick at once (it queues behind the spawn on the service's workers: its answer says the agents all
+        // exist); its regular ticks start after the window, so the window holds the spawn, not 10,000 more agents
+        // ticking at 20 Hz. Then it ticks for 2 s, stops, and despawns everything in one message.
+        b.tick(1, performance.now(), 1 / spec.hz);
+        await sleepUntil(sent + BURST_WINDOW_MS);
+        join(b, performance.now(), 0, 2);
+        await sleep(2000);
+        leave(b);
+        // Its last ticks answered, and a moment for the others to settle: the despawn window is the despawn's.
+        const settleBy = performance.now() + 10_000;
+        while (b.outstanding > 0 && performance.now() < settleBy) await sleep(10);
+        await sleep(500);
+        firstTickMs.push(first);
+        const dsent = performance.now();
+        windows.push({ from: dsent, to: dsent + BURST_WINDOW_MS, hist: despawn });
+        await b.despawnAll();
+        despawnAckMs.push(performance.now() - dsent);
+        await sleepUntil(dsent + BURST_WINDOW_MS);
+        extraErrors += b.counters.serviceErrors + b.counters.agentErrors + (b.failure !== undefined ? 1 : 0);
+        await b.close();
+        log(
+          `  burst ${k + 1}/${spec.repeat}: spawn of ${spec.burstAgents} answered in ${spawnAckMs.at(-1)!.toFixed(1)} ms, first tick after ${first.toFixed(0)} ms; ` +
+            `despawn answered in ${despawnAckMs.at(-1)!.toFixed(1)} ms`,
+        );
+        await sleep(1000);
+      }
+    }
+    stopped = true;
+    if (timer !== undefined) clearTimeout(timer);
+    // Ticks still in flight: a little time to answer, then recorded with their age (a lower bound).
+    const drainUntil = performance.now() + 5000;
+    while (games.some((g) => g.outstanding > 0) && performance.now() < drainUntil) await sleep(10);
+    let lost = 0;
+    const now = performance.now();
+    for (const g of games) {
+      for (const dueAt of g.unansweredDue()) {
+        record(dueAt, now - dueAt);
+        lost++;
+      }
+    }
+    const errors = extraErrors + games.reduce((a, g) => a + g.counters.serviceErrors + g.counters.agentErrors, 0) + games.filter((g) => g.failure !== undefined).length;
+    const s = steady.summary();
+    const b = burst.summary();
+    return {
+      kind: spec.kind,
+      ids: spec.ids,
+      sessions: spec.sessions,
+      agents: spec.agents,
+      burstAgents: spec.kind === 'spawn' ? spec.burstAgents : 0,
+      hz: spec.hz,
+      steady: round(s),
+      burst: round(b),
+      despawn: spec.kind === 'spawn' ? round(despawn.summary()) : null,
+      spawnAckMs: spawnAckMs.map((x) => +x.toFixed(1)),
+      firstTickMs: firstTickMs.map((x) => +x.toFixed(1)),
+      despawnAckMs: despawnAckMs.map((x) => +x.toFixed(1)),
+      delayP99Ms: +(b.p99 - s.p99).toFixed(3),
+      ratioP99: s.p99 > 0 ? +(b.p99 / s.p99).toFixed(3) : 0,
+      lost,
+      errors,
+      sampleError: games.map((g) => g.failure ?? g.sampleError).find((e) => e !== undefined) ?? null,
+    };
+  } finally {
+    stopped = true;
+    if (timer !== undefined) clearTimeout(timer);
+    await Promise.all([...games, ...extra].map((g) => g.close()));
+  }
+}
+
+function f(p: PhaseLatency): string {
+  return `p50 ${p.p50.toFixed(1)} / p99 ${p.p99.toFixed(1)} / max ${p.max.toFixed(1)} ms (${p.count} ticks)`;
+}
+
+/** One line per result, for the report. */
+export function burstLines(res: BurstResult): string[] {
+  const head =
+    res.kind === 'spawn'
+      ? `burst spawn, ids ${res.ids}: ${res.sessions} game servers with ${res.agents} agents tick while a newcomer spawns and despawns ${res.burstAgents} (${res.spawnAckMs.length}×)`
+      : `burst start, ids ${res.ids}: ${res.sessions} game servers spawn ${res.agents} agents at once and tick at once`;
+  const lines = [head, `  steady:              ${f(res.steady)}`, `  ${res.kind === 'spawn' ? 'spawn (2 s after): ' : 'first 2 s:         '} ${f(res.burst)}`];
+  if (res.despawn !== null) lines.push(`  despawn (2 s after): ${f(res.despawn)}`);
+  lines.push(
+    res.kind === 'spawn'
+      ? `  other game servers delayed by p99 +${res.delayP99Ms.toFixed(1)} ms (×${res.ratioP99.toFixed(2)}); spawn answered in ${res.spawnAckMs.join(', ')} ms; ` +
+          `newcomer's first tick after ${res.firstTickMs.join(', ')} ms; despawn answered in ${res.despawnAckMs.join(', ')} ms`
+      : `  first 2 s p99 / steady p99 = ×${res.ratioP99.toFixed(2)}`,
+  );
+  if (res.lost > 0 || res.errors > 0) lines.push(`  ${res.lost} ticks unanswered, ${res.errors} errors${res.sampleError === null ? '' : `: ${res.sampleError}`}`);
+  return lines;
+}
+
+function r(n: number): number {
+  return Math.round(n * 1000) / 1000;
+}
+
+function round(s: LatencySummary): LatencySummary {
+  return { count: s.count, mean: r(s.mean), p50: r(s.p50), p90: r(s.p90), p99: r(s.p99), p999: r(s.p999), max: r(s.max) };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function sleepUntil(at: number): Promise<void> {
+  return sleep(Math.max(0, at - performance.now()));
+}

@@ -1,0 +1,64 @@
+// The start-up warm-up (src/service/warmup.ts): agents of the service's own, spawned, ticked and freed before the
+// service says it is ready. Nothing of it may remain or be seen by a game server.
+
+import { resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
+import { warmUp } from '../../src/service/warmup.js';
+import { LIMITS } from '../../src/protocol/index.js';
+import { RawClient, http, start, type Running } from './harness.js';
+
+const TREES = resolve('trees');
+
+describe('start-up warm-up', () => {
+  let pool: AgentPool;
+
+  beforeAll(async () => {
+    pool = await createAgentPool({ trees: TREES, workers: 2 });
+    await pool.ready();
+  });
+
+  afterAll(async () => {
+    await pool.close();
+  });
+
+  test('spawns, ticks and frees its agents on every tree, on the workers, and leaves nothing behind', async () => {
+    const trees = ['guard', 'squad'];
+    const done = await warmUp(pool, trees, { agents: 300, rounds: 2, ticks: 3, maxFrameBytes: LIMITS.defaultMaxFrameBytes });
+    expect(done).toMatchObject({ agents: 600, ticks: 6 });
+    expect(done.error).toBeUndefined();
+    expect(pool.agentCount()).toBe(0);
+    expect(pool.workerStats().map((w) => w.agents)).toEqual([0, 0]);
+  });
+
+  test('ticks nothing when told so (plugins loaded), and does nothing with 0 agents', async () => {
+    expect(await warmUp(pool, ['guard'], { agents: 100, rounds: 1, ticks: 0, maxFrameBytes: LIMITS.defaultMaxFrameBytes })).toMatchObject({ agents: 100, ticks: 0 });
+    expect(await warmUp(pool, ['guard'], { agents: 0, rounds: 3, ticks: 5, maxFrameBytes: LIMITS.defaultMaxFrameBytes })).toMatchObject({ agents: 0, ticks: 0 });
+    expect(pool.agentCount()).toBe(0);
+  });
+});
+
+describe('a service that warms up', () => {
+  let running: Running;
+
+  beforeAll(async () => {
+    running = await start({ trees: TREES, workers: 2, tuning: { warmupAgents: 200 } });
+  });
+
+  afterAll(async () => {
+    await running.close();
+  });
+
+  test('is ready with no session and no agent of its own left, and serves sessions as usual', async () => {
+    const ready = await http(running.base, 'GET', '/readyz');
+    expect(ready.status).toBe(200);
+    expect(ready.body).toMatchObject({ sessions: 0, agents: 0 });
+    expect((await http(running.base, 'GET', '/v1/sessions')).body).toMatchObject({ sessions: [] });
+    const { client } = await RawClient.hello(running.wsUrl, { mode: 'lockstep' });
+    const spawned = await client.request({ t: 'spawn', agents: [{ id: 1, tree: 'guard' }] }, 'spawned');
+    expect(spawned.ids).toEqual([1]);
+    const d = await client.step({ tick: 1, time: 0 });
+    expect(d.errors ?? []).toEqual([]);
+    await client.close();
+  });
+});
