@@ -202,6 +202,27 @@ export const LARGE_TREE_DURATIONS: Readonly<Record<string, number>> = {
   moveToWaypoint: 5,
 };
 
+/** Ticks from issue to result of the shooter tree's actions that take time (the others are instant or end by `until`/`timeout`). */
+export const SHOOTER_TREE_DURATIONS: Readonly<Record<string, number>> = {
+  takeCover: 3,
+  reload: 4,
+  heal: 3,
+  flee: 3,
+  moveTo: 6,
+  shoot: 2,
+  aim: 2,
+  strafe: 3,
+  throwGrenade: 2,
+  idleAnim: 5,
+  checkRadio: 3,
+  listen: 4,
+};
+
+/** The shooter NPC (bench/trees/shooter.yaml and its subtrees, ~200 nodes): a real game's tree size. */
+export function canopyShooter(): Implementation {
+  return canopyImplementation('canopy-shooter', 'shooter', SHOOTER_TREE_DURATIONS, 'Canopy, shooter tree (subtrees, services, parallel, reactive)');
+}
+
 /** The larger tree (bench/trees/large.json): guards with aborts, services, parallel, decorators, waits. */
 export function canopyLarge(): Implementation {
   return canopyImplementation('canopy-large', 'large', LARGE_TREE_DURATIONS, 'Canopy, large tree');

@@ -86,7 +86,7 @@ export function ceilingGuard(): Implementation {
  * The same hand-written state machine with the engine's inputs and outputs: it reads each agent's
  * observation object (what the service hands the engine after applying positional rows) and emits
  * protocol-shaped `[id, seq, action, args]` tuples into a reused list, as DecisionBuffer does.
- * Printed for context: it shows what a tree engine's input/output contract costs before any tree work.
+ * It shows what a tree engine's input/output contract costs before any tree work (`ceiling-io` in the JSON).
  */
 class ObjectCeilingPopulation implements Population {
   private readonly world: World;
@@ -145,9 +145,9 @@ class ObjectCeilingPopulation implements Population {
 
 const NO_ARGS: Readonly<Record<string, unknown>> = Object.freeze({});
 
-export function ceilingObjectsGuard(): Implementation {
+export function ceilingIoGuard(): Implementation {
   return {
-    name: 'ceiling-objects',
+    name: 'ceiling-io',
     description: 'the same hand-written loop reading observation objects and emitting [id, seq, action, args] tuples (engine I/O)',
     spawn: (world) => new ObjectCeilingPopulation(world),
   };

@@ -3,7 +3,7 @@
 
 import type { World } from './world.js';
 
-export type ImplementationName = 'canopy' | 'mistreevous' | 'behaviortree' | 'ceiling' | 'ceiling-objects' | 'canopy-large' | 'canopy-untraced' | 'canopy-large-untraced';
+export type ImplementationName = 'canopy' | 'mistreevous' | 'behaviortree' | 'ceiling' | 'ceiling-io' | 'canopy-large' | 'canopy-untraced' | 'canopy-large-untraced' | 'canopy-shooter';
 
 /** Actions issued so far, per action name. */
 export type DecisionCounts = Record<string, number>;

@@ -3,9 +3,9 @@
 
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { canopyGuard, canopyGuardUntraced, canopyLarge, canopyLargeUntraced } from './canopy.js';
+import { canopyGuard, canopyGuardUntraced, canopyLarge, canopyLargeUntraced, canopyShooter } from './canopy.js';
 import { behaviortreeGuard } from './behaviortree.js';
-import { ceilingGuard, ceilingObjectsGuard } from './ceiling.js';
+import { ceilingGuard, ceilingIoGuard } from './ceiling.js';
 import { mistreevousGuard } from './mistreevous.js';
 import type { DecisionCounts, Implementation, ImplementationName } from './population.js';
 import { DEFAULT_SEED, World } from './world.js';
@@ -16,14 +16,15 @@ export const IMPLEMENTATIONS: Readonly<Record<ImplementationName, () => Implemen
   mistreevous: mistreevousGuard,
   behaviortree: behaviortreeGuard,
   ceiling: ceilingGuard,
-  'ceiling-objects': ceilingObjectsGuard,
+  'ceiling-io': ceilingIoGuard,
   'canopy-large': canopyLarge,
+  'canopy-shooter': canopyShooter,
   'canopy-untraced': canopyGuardUntraced,
   'canopy-large-untraced': canopyLargeUntraced,
 };
 
 /** The implementations of the guard tree, which must issue the same actions. */
-export const GUARD_IMPLEMENTATIONS: readonly ImplementationName[] = ['canopy', 'canopy-untraced', 'mistreevous', 'behaviortree', 'ceiling', 'ceiling-objects'];
+export const GUARD_IMPLEMENTATIONS: readonly ImplementationName[] = ['canopy', 'canopy-untraced', 'mistreevous', 'behaviortree', 'ceiling', 'ceiling-io'];
 
 export interface RunOptions {
   readonly agents: number;

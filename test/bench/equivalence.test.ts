@@ -43,3 +43,11 @@ describe('large bench tree', () => {
     expect(neverIssued(counts, ['flee', 'attack', 'taunt', 'takeCover', 'aim', 'shoot', 'chase', 'heal', 'announce', 'pickWaypoint', 'moveToWaypoint'])).toEqual([]);
   });
 });
+
+describe('shooter bench tree', () => {
+  it('validates, compiles and runs without stopping an agent, reaching its subtrees', () => {
+    const counts = decisionCounts(IMPLEMENTATIONS['canopy-shooter'](), AGENTS, TICKS);
+    // survive (flee, heal), combat (melee, aim, shoot, strafe, throwGrenade), search (lookLeft), patrol (moveTo).
+    expect(neverIssued(counts, ['flee', 'heal', 'melee', 'aim', 'shoot', 'strafe', 'throwGrenade', 'lookLeft', 'moveTo', 'callout'])).toEqual([]);
+  });
+});
