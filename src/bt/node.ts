@@ -93,6 +93,11 @@ export interface NodeEmitter {
   temp(): Code;
   /** Statements ticking child k (inline when it can be, else a call) that leave its status in `target`. */
   child(k: number, target: Code): Code;
+  /**
+   * Statements writing blackboard keys (NodeBuilder.writes), every value evaluated before any is
+   * written, with the keys as constants in the code: what blackboardWriter does, without its calls.
+   */
+  writes(writes: ReadonlyArray<readonly [string, CompiledExpr]>): Code;
 }
 
 /** The engine's services to a node kind while it builds one node: slots, children, compiled parameters. */

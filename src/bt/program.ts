@@ -9,7 +9,7 @@ import { InvalidTreeError, TreeMsg, type ValidationError } from './errors.js';
 import { compileExpression, type CompiledExpr } from './expr/index.js';
 import { ObservedCollector, type ObservedFields } from './expr/reads.js';
 import type { NodeBehavior, NodeBuilder, NodeDefinition } from './node.js';
-import { inlineRoot, runServices, wrapNode, type CompiledService, type NodeWrapping } from './program-inline.js';
+import { inlineRoot, markConstantArgs, runServices, wrapNode, type CompiledService, type NodeWrapping } from './program-inline.js';
 import { Status, type TickStatus } from './status.js';
 import { TRACE_HOOKS, type CheckKind, type TraceHooks } from './trace-program.js';
 import { validateTree } from './validate.js';
@@ -101,6 +101,11 @@ export interface CompileOptions {
   readonly inline?: boolean;
   /** Build the traced variant (CompiledTree.traced): call per node, with the recording hooks of `hooks`. */
   readonly trace?: TraceHooks;
+  /**
+   * With `inline`: a node whose generated code is longer than this many characters becomes a function
+   * of its own (default 6 KiB). Tests set 0 to split every node.
+   */
+  readonly splitSource?: number;
 }
 
 /**
@@ -310,7 +315,7 @@ export function compileValidatedTree(name: string, source: TreeSource, catalog: 
     behaviors[i] = behavior;
     wrapping[i] = { guard: guards[i] ?? null, services };
   }
-  const whole = (options.inline ?? true) && hooks === null ? inlineRoot(behaviors, wrapping, childLists, halt) : null;
+  const whole = (options.inline ?? true) && hooks === null ? inlineRoot(behaviors, wrapping, childLists, halt, options.splitSource) : null;
   const root = whole ?? ticks[0]!;
   if (hooks !== null) {
     traced = {
@@ -348,6 +353,7 @@ function compileServices(
   return list.map((s, k) => {
     const at = `${where}.services[${k}]`;
     let run: (agent: Agent) => void;
+    let writes: ReadonlyArray<readonly [string, CompiledExpr]> | undefined;
     if (typeof s.service === 'string') {
       const kind = catalog.service(s.service);
       if (kind === undefined) throw new Error(`${at}: unknown service '${s.service}'`);
@@ -358,12 +364,13 @@ function compileServices(
       };
       run = kind.build(sb);
     } else {
-      const writes = Object.entries(s.values ?? {}).map(([key, src]) => [key, expr(src, `${at}.values.${key}`)] as const);
+      const values = Object.entries(s.values ?? {}).map(([key, src]) => [key, expr(src, `${at}.values.${key}`)] as const);
+      writes = values;
       run = (agent) => {
-        for (let w = 0; w < writes.length; w++) agent.bb[writes[w]![0]] = writes[w]![1](agent);
+        for (let w = 0; w < values.length; w++) agent.bb[values[w]![0]] = values[w]![1](agent);
       };
     }
-    return { every: s.every, slot: builder.slots(1), run };
+    return { every: s.every, slot: builder.slots(1), run, ...(writes !== undefined ? { writes } : {}) };
   });
 }
 
@@ -381,7 +388,7 @@ function compileArgs(
   }
   if (dynamic.length === 0) {
     const shared = Object.freeze(literal);
-    return () => shared;
+    return markConstantArgs(() => shared, shared);
   }
   return (agent) => {
     const out: Record<string, unknown> = {};

@@ -55,6 +55,8 @@ export function nodeArb(): fc.Arbitrary<NodeDefinition> {
       fc.constantFrom(0, 0.2, [0.1, 0.4]).map((seconds) => ({ type: 'wait', seconds })),
       fc.constantFrom('succeed', 'fail', 'running').map((type) => ({ type })),
       fc.constant({ type: 'set', values: { n: 'bb.n + 1' } }),
+      // Two keys: both values are read before either is written (a swap).
+      fc.constant({ type: 'set', values: { n: 'bb.j + 1', j: 'bb.n' } }),
       fc.constantFrom('debug', 'info', 'warn', 'error').map((level) => ({ type: 'log', message: 'bb.n', level })),
       fc.constant({ type: 'action', action: 'aim', args: { at: 'bb.n * 2', speed: 3, tag: "'x'" } }),
       fc
@@ -78,7 +80,8 @@ export function nodeArb(): fc.Arbitrary<NodeDefinition> {
       })
       .map(({ type, reactive, children, guard, resetOnAbort, service, success, failure, weights, lowerAbort, selfAbort: own }) => {
         const def: Record<string, unknown> = { type, children };
-        if (service) def['services'] = [{ every: 0.2, values: { n: 'bb.n + 1' } }];
+        // Two values: the second reads what the first wrote.
+        if (service) def['services'] = [{ every: 0.2, values: { n: 'bb.n + 1', j: 'bb.n * 2' } }];
         if (type === 'sequence' || type === 'selector') def['reactive'] = reactive;
         if (type === 'rotator') def['resetOnAbort'] = resetOnAbort;
         if (type === 'parallel') {
@@ -127,9 +130,9 @@ export const worldArb = fc.array(
   { minLength: 5, maxLength: 40 },
 );
 
-export function compile(root: NodeDefinition, inline = true): CompiledTree {
-  const main: TreeDefinition = { blackboard: { f0: false, f1: false, f2: false, n: 0 }, root };
-  return compileTree('prop', (name) => (name === 'prop' ? main : SUBTREES[name]), testCatalog(), { inline });
+export function compile(root: NodeDefinition, inline = true, splitSource?: number): CompiledTree {
+  const main: TreeDefinition = { blackboard: { f0: false, f1: false, f2: false, n: 0, j: 0 }, root };
+  return compileTree('prop', (name) => (name === 'prop' ? main : SUBTREES[name]), testCatalog(), { inline, ...(splitSource !== undefined ? { splitSource } : {}) });
 }
 
 /** Drives one tick: world flags, then results for running actions, then the tick. Returns the decisions as JSON. */

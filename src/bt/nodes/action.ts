@@ -4,6 +4,7 @@
 import { js } from '../codegen.js';
 import { truthy } from '../expr/index.js';
 import { defineNode } from '../node.js';
+import { constantArgs } from '../program-inline.js';
 import { Status, TIME_EPSILON } from '../status.js';
 
 export const action = defineNode({
@@ -26,6 +27,8 @@ export const action = defineNode({
   build(b) {
     const name = b.param<string>('action');
     const args = b.args('args');
+    // All-literal args are one frozen object: generated code passes it without a call.
+    const fixedArgs = constantArgs(args);
     const until = b.expression('until');
     const timeout = b.param<number | undefined>('timeout');
     const instant = b.param<boolean>('instant');
@@ -61,13 +64,13 @@ export const action = defineNode({
         const end = js`break ${e.label};`;
         return js`if (${fresh}) {
   const seq = ++a.seq;
-  a.out.action(a, seq, ${e.bind(name)}, ${e.bind(args)}(a));
+  a.out.action(a, seq, ${e.bind(name)}, ${fixedArgs !== undefined ? e.bind(fixedArgs) : js`${e.bind(args)}(a)`});
 ${instant ? js`  ${target} = ${Status.SUCCESS}; ${end}\n` : js``}  a.slots[${slot}] = seq;
   a.slots[${slot + 1}] = 0;
 ${timeout !== undefined ? js`  a.slots[${slot + 2}] = a.time + ${e.bind(timeout)};\n` : js``}  ${target} = ${Status.RUNNING}; ${end}
 }
 { const r = a.slots[${slot + 1}]; if (r !== 0) { ${target} = r === ${Status.SUCCESS} ? ${Status.SUCCESS} : ${Status.FAILURE}; ${end} } }
-${until !== null ? js`if (${e.bind(truthy)}(${e.bind(until)}(a))) { a.out.cancel(a, a.slots[${slot}]); ${target} = ${Status.SUCCESS}; ${end} }\n` : js``}${
+${until !== null ? js`if (${e.bind(until)}(a)) { a.out.cancel(a, a.slots[${slot}]); ${target} = ${Status.SUCCESS}; ${end} }\n` : js``}${
           timeout !== undefined
             ? js`if (a.time + ${TIME_EPSILON} >= a.slots[${slot + 2}]) { a.out.cancel(a, a.slots[${slot}]); ${target} = ${Status.FAILURE}; ${end} }\n`
             : js``

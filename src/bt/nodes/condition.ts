@@ -14,7 +14,8 @@ export const condition = defineNode({
     const expr = b.expression('expr')!;
     return {
       tick: (a) => (truthy(expr(a)) ? Status.SUCCESS : Status.FAILURE),
-      emit: (e, _fresh, target) => js`${target} = ${e.bind(truthy)}(${e.bind(expr)}(a)) ? ${Status.SUCCESS} : ${Status.FAILURE};\n`,
+      // A conditional tests truthiness exactly as truthy() does.
+      emit: (e, _fresh, target) => js`${target} = ${e.bind(expr)}(a) ? ${Status.SUCCESS} : ${Status.FAILURE};\n`,
     };
   },
 });

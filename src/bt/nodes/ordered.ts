@@ -1,7 +1,7 @@
 // Shared engine of `sequence` and `selector`: tick children in order until one gives the deciding status.
 // A sequence stops on failure, a selector on success; both resume a running child; `reactive` restarts at the first child.
 
-import { joinCode, js } from '../codegen.js';
+import { ident, joinCode, js } from '../codegen.js';
 import { truthy } from '../expr/index.js';
 import type { EmitFn, NodeBehavior, NodeBuilder, ParamSpec } from '../node.js';
 import { Status, type TickStatus } from '../status.js';
@@ -93,17 +93,20 @@ if (${target} === ${Status.RUNNING} || ${target} === ${decides}) {
     const k = e.temp();
     let aborts = js``;
     if (hasAborts) {
-      const [l, tr, h, ch] = [e.bind(lower), e.bind(truthy), e.bind(halt), e.bind(children)];
-      aborts = js`if (!${fresh}) {
-  for (let j = 0; j < ${k}; j++) {
-    const l = ${l}[j];
-    if (l === null || l === undefined) continue;
-    const now = ${tr}(l.guard(a));
-    const before = a.slots[l.slot];
-    a.slots[l.slot] = now ? 1 : 0;
-    if (now && before === 0) { ${h}(a, ${ch}[${k}]); ${k} = j; break; }
-  }
-}\n`;
+      // The loop of `tick` unrolled: each lower-abort guard is a direct call, checked while a later child runs.
+      const [h, ch] = [e.bind(halt), e.bind(children)];
+      const done = ident(`abort${b.index}`);
+      const checks = lower.map((l, j) =>
+        l === null
+          ? js``
+          : js`if (${k} > ${j}) {
+  const now = ${e.bind(l.guard)}(a) ? true : false;
+  const before = a.slots[${l.slot}];
+  a.slots[${l.slot}] = now ? 1 : 0;
+  if (now && before === 0) { ${h}(a, ${ch}[${k}]); ${k} = ${j}; break ${done}; }
+}\n`,
+      );
+      aborts = js`if (!${fresh}) ${done}: {\n${joinCode(checks)}}\n`;
     }
     const cases = Array.from(
       { length: n },

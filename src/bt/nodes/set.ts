@@ -11,13 +11,14 @@ export const set = defineNode({
   description: 'Writes all `values` (blackboard key → expression) and succeeds. All expressions are evaluated before any key is written.',
   params: { values: { type: 'writes', required: true, description: 'Blackboard key → expression.' } },
   build(b) {
-    const write = blackboardWriter(b.writes('values'));
+    const writes = b.writes('values');
+    const write = blackboardWriter(writes);
     return {
       tick(a) {
         write(a);
         return Status.SUCCESS;
       },
-      emit: (e, _fresh, t) => js`${e.bind(write)}(a);\n${t} = ${Status.SUCCESS};\n`,
+      emit: (e, _fresh, t) => js`${e.writes(writes)}${t} = ${Status.SUCCESS};\n`,
     };
   },
 });

@@ -22,7 +22,7 @@ export const subtree = defineNode({
         if (fresh && write !== null) write(a);
         return child(a);
       },
-      emit: (e, fresh, t) => js`${write !== null ? js`if (${fresh}) ${e.bind(write)}(a);\n` : js``}${e.child(0, t)}`,
+      emit: (e, fresh, t) => js`${write !== null ? js`if (${fresh}) {\n${e.writes(writes)}}\n` : js``}${e.child(0, t)}`,
     };
   },
 });
