@@ -14,7 +14,7 @@ import { OptionsError, parseOptions, type LoadOptions } from './load/options.js'
 import { capacityLine, capacityTable, failureLines, resultsTable } from './load/report.js';
 import { runLoad, type RunResult, type RunSpec } from './load/run.js';
 import { burstLines, runBurst, type BurstResult } from './load/burst.js';
-import { existingService, startService, type Target } from './load/service.js';
+import { existingService, startService, treesFolderFor, type Target } from './load/service.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { partIndex } from '../src/record/index.js';
 
@@ -65,6 +65,7 @@ async function withTarget<T>(workers: number, use: (target: Target) => Promise<T
       ? await existingService(o.url, o.apiKey)
       : await startService({
           workers,
+          trees: treesFolderFor(o.tree),
           ...(o.serviceNode !== undefined ? { node: o.serviceNode } : {}),
           nodeArgs: [...o.nodeArgs, ...(o.cpuProf !== undefined ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProf] : [])],
           ...(recordDir !== null ? { env: { CANOPY_RECORD: 'all', CANOPY_RECORD_DIR: recordDir, CANOPY_RECORD_MAX_TOTAL_BYTES: '0' } } : {}),

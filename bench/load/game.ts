@@ -6,7 +6,7 @@
 import { CanopyClient, type AgentId, type Decisions, type Mode, type RowWriter, type SpawnAgent } from '../../src/client/index.js';
 import { agentIds, type IdStyle } from './ids.js';
 import { LatencyHistogram } from './histogram.js';
-import { FIELDS, GameWorld } from './world.js';
+import { GameWorld, isSquadTree } from './world.js';
 
 /** Largest spawn message, in agents. */
 const SPAWN_BATCH = 5000;
@@ -99,7 +99,7 @@ export class GameServer {
   constructor(options: GameOptions) {
     this.options = options;
     this.ids = agentIds(options.ids ?? 'dense', options.index ?? 0, options.agents);
-    this.world = new GameWorld(options.agents, options.seed, this.ids);
+    this.world = new GameWorld(options.agents, options.seed, this.ids, isSquadTree(options.tree));
   }
 
   /** The first error message the service sent (for the report). */
@@ -120,7 +120,7 @@ export class GameServer {
       ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
       mode: o.mode,
       ...(o.mode === 'fixed' ? { hz: o.hz } : {}),
-      fields: FIELDS,
+      fields: this.world.fields,
       reconnect: false,
       requestTimeoutMs: Math.max(o.requestTimeoutMs, 30_000),
       connectTimeoutMs: 30_000,
@@ -167,6 +167,7 @@ export class GameServer {
     world.step(dt);
     world.writeRows(this.rows);
     const results = world.results();
+    const shared = world.worldState();
     const inWindow = dueAt >= this.windowFrom && dueAt < this.windowTo;
     const c = this.counters;
     const time = n / this.options.hz;
@@ -175,7 +176,7 @@ export class GameServer {
     if (this.options.mode === 'lockstep') {
       this.outstanding++;
       this.inFlight.set(n, dueAt);
-      this.client.lockstep({ tick: n, time, agents: this.rows, results }).then(
+      this.client.lockstep({ tick: n, time, agents: this.rows, results, ...(shared !== undefined ? { world: shared } : {}) }).then(
         (d) => {
           const now = performance.now();
           this.outstanding--;
@@ -201,7 +202,7 @@ export class GameServer {
         },
       );
     } else {
-      this.client.snapshot({ tick: n, time, agents: this.rows, results });
+      this.client.snapshot({ tick: n, time, agents: this.rows, results, ...(shared !== undefined ? { world: shared } : {}) });
     }
     if (inWindow) {
       c.snapshots++;

@@ -67,7 +67,7 @@ Simulates game servers driving Canopy and reports what the service sustained.
   --seconds S              measured window                              (default 60)
   --warmup S               warm-up before it                            (default 5)
   --workers W[,W...]       service worker threads; several: one run each, compared (default 2)
-  --tree NAME              tree every agent runs                        (default guard)
+  --tree NAME              tree every agent runs: trees/ or bench/trees/  (default guard; e.g. squad, large, shooter)
   --budget-ms MS           p99 budget: lockstep latency, fixed tick lateness (default one period)
   --no-stagger             all game servers send at the same instant (default: spread over the period)
   --find-capacity          bisect the agent count to the largest that holds the budget

@@ -51,6 +51,16 @@ export interface Target {
 }
 
 /** The repository root (holding package.json), from the sources or from dist/. */
+/**
+ * The trees folder that has tree `tree`: the repository's trees/, else bench/trees/ (the engine benchmark's
+ * larger trees, `large` and `shooter`), so `--tree` takes either.
+ */
+export function treesFolderFor(tree: string): string {
+  const has = (dir: string): boolean => ['.json', '.yaml', '.yml'].some((ext) => existsSync(join(dir, `${tree}${ext}`)));
+  const bench = join(repoRoot(), 'bench', 'trees');
+  return !has(join(repoRoot(), 'trees')) && has(bench) ? bench : join(repoRoot(), 'trees');
+}
+
 export function repoRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   while (!existsSync(join(dir, 'package.json'))) {

@@ -9,6 +9,21 @@ import type { ActionDecision, ActionResult, AgentId, CancelDecision, RowWriter }
 /** The observation fields guard.json reads (`self.hp`, `self.enemyVisible`, `self.enemyDist`, `self.enemyPos`). */
 export const FIELDS = ['hp', 'enemyVisible', 'enemyDist', 'enemyPos'] as const;
 
+/**
+ * The fields of the squad tree (trees/squad.yaml and its subtree take-cover), after FIELDS: the agent's
+ * position, when it was last hit (or null), and its formation slot (its current waypoint, moving on every
+ * 10 s). Those trees also read `world.enemies` and `world.cover` (GameWorld.worldState).
+ */
+export const SQUAD_FIELDS = [...FIELDS, 'pos', 'lastHit', 'formationSlot'] as const;
+
+/** Trees that read SQUAD_FIELDS and the world state. */
+export function isSquadTree(tree: string): boolean {
+  return tree === 'squad' || tree === 'take-cover';
+}
+
+/** At most this many enemies in `world.enemies` (one session is one match: a few dozen enemies, not one per agent). */
+const WORLD_ENEMIES = 64;
+
 /** What an agent is doing on behalf of its tree. */
 const Doing = { NOTHING: 0, MOVE: 1, FLEE: 2, SHOOT: 3, OTHER: 4 } as const;
 
@@ -78,6 +93,14 @@ export class GameWorld {
   private readonly until: Float64Array;
   /** Per agent, the `[x, y]` array sent as `enemyPos`, rewritten in place. */
   private readonly enemyPos: number[][];
+  /** Squad fields (SQUAD_FIELDS), when the world was made with `squad`. */
+  private readonly squad: boolean;
+  private readonly lastHit: Float64Array;
+  private readonly posOut: number[][] = [];
+  private readonly slotOut: number[][] = [];
+  /** `world` of the snapshots for squad trees: rewritten in place every tick. */
+  private readonly shared: { enemies: number[][]; cover: number[][] } = { enemies: [], cover: [] };
+  private readonly enemyOut: number[][] = [];
   /** Result tuples, reused tick after tick; the first `resultCount` are this tick's. */
   private readonly resultPool: Array<[AgentId, number, 'success' | 'failure']> = [];
   private readonly resultList: Array<[AgentId, number, 'success' | 'failure']> = [];
@@ -86,12 +109,14 @@ export class GameWorld {
   private readonly ids: readonly AgentId[] | null;
   private readonly indexOf: Map<AgentId, number> | null;
 
-  /** `ids`: the agents' ids, one per agent (default: 0..size-1). */
-  constructor(size: number, seed = 1, ids: readonly AgentId[] | null = null) {
+  /** `ids`: the agents' ids, one per agent (default: 0..size-1). `squad`: rows and world for the squad tree (SQUAD_FIELDS). */
+  constructor(size: number, seed = 1, ids: readonly AgentId[] | null = null, squad = false) {
     this.size = size;
     if (ids !== null && ids.length !== size) throw new RangeError(`GameWorld: ${ids.length} ids for ${size} agents`);
     this.ids = ids;
     this.indexOf = ids === null ? null : new Map(ids.map((id, i) => [id, i]));
+    this.squad = squad;
+    this.lastHit = new Float64Array(squad ? size : 0).fill(-1);
     this.rng = (seed >>> 0) || 1;
     const f = (): Float64Array => new Float64Array(size);
     this.x = f();
@@ -124,6 +149,15 @@ export class GameWorld {
       // First encounters spread over the first 10 s, so the population does not act in lockstep.
       this.enemyNext[i] = this.random() * 10;
       this.enemyPos.push([0, 0]);
+      if (squad) {
+        this.posOut.push([0, 0]);
+        this.slotOut.push([0, 0]);
+      }
+    }
+    if (squad) {
+      for (let k = 0; k < WORLD_ENEMIES; k++) this.enemyOut.push([0, 0]);
+      // Cover spots: one near each of the first 16 homes.
+      for (let k = 0; k < Math.min(16, size); k++) this.shared.cover.push([this.homeX[k]! + 8, this.homeY[k]! + 8]);
     }
   }
 
@@ -152,7 +186,10 @@ export class GameWorld {
           dy = ey[i]! - y[i]!;
           dist = Math.sqrt(dx * dx + dy * dy);
         }
-        if (dist <= RULES.enemyRange) hp[i] = hp[i]! - this.enemyDps[i]! * dt;
+        if (dist <= RULES.enemyRange) {
+          hp[i] = hp[i]! - this.enemyDps[i]! * dt;
+          if (this.squad) this.lastHit[i] = t;
+        }
         if (dist > RULES.sightRange || t >= this.enemyNext[i]!) this.loseEnemy(i, t);
       } else if (t >= this.enemyNext[i]!) {
         this.spawnEnemy(i, t);
@@ -190,7 +227,27 @@ export class GameWorld {
     }
   }
 
-  /** Writes every agent's observation: one row per agent, `[id, hp, enemyVisible, enemyDist, enemyPos]`. */
+  /** The fields the rows carry (the session's `fields`). */
+  get fields(): readonly string[] {
+    return this.squad ? SQUAD_FIELDS : FIELDS;
+  }
+
+  /** The snapshot's `world` for squad trees (the first WORLD_ENEMIES visible enemies, the cover spots); else undefined. */
+  worldState(): { enemies: number[][]; cover: number[][] } | undefined {
+    if (!this.squad) return undefined;
+    const { enemies } = this.shared;
+    enemies.length = 0;
+    for (let i = 0; i < this.size && enemies.length < WORLD_ENEMIES; i++) {
+      if (this.enemyVisible[i] !== 1) continue;
+      const p = this.enemyOut[enemies.length]!;
+      p[0] = this.ex[i]!;
+      p[1] = this.ey[i]!;
+      enemies.push(p);
+    }
+    return this.shared;
+  }
+
+  /** Writes every agent's observation: one row per agent, `[id, hp, enemyVisible, enemyDist, enemyPos]` (+ SQUAD_FIELDS' three). */
   writeRows(rows: RowWriter): void {
     const { x, y, hp, ex, ey, enemyVisible, enemyPos, ids } = this;
     rows.begin();
@@ -210,6 +267,18 @@ export class GameWorld {
         row[2] = false;
         row[3] = null;
         row[4] = null;
+      }
+      if (this.squad) {
+        const pos = this.posOut[i]!;
+        pos[0] = x[i]!;
+        pos[1] = y[i]!;
+        const slot = this.slotOut[i]!;
+        const k = Math.floor(this.time / 10) % 3;
+        slot[0] = this.waypointX(i, k);
+        slot[1] = this.waypointY(i, k);
+        row[5] = pos;
+        row[6] = this.lastHit[i]! < 0 ? null : this.lastHit[i]!;
+        row[7] = slot;
       }
     }
   }

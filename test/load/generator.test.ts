@@ -298,6 +298,25 @@ describe('GameWorld', () => {
     expect(world.counters.encounters).toBeGreaterThan(0);
   });
 
+  test('for the squad tree: pos, lastHit and formationSlot after the guard fields, and a world of enemies and cover', () => {
+    const world = new GameWorld(300, 7, null, true);
+    expect(world.fields).toEqual([...FIELDS, 'pos', 'lastHit', 'formationSlot']);
+    for (let k = 0; k < 200; k++) world.step(DT);
+    const rows = new RowWriter(world.fields);
+    world.writeRows(rows);
+    const isPoint = (v: unknown): boolean => Array.isArray(v) && v.length === 2 && v.every((n) => typeof n === 'number');
+    for (const r of rows.rows()) {
+      expect(isPoint(r[5]) && isPoint(r[7])).toBe(true);
+      expect(r[6] === null || typeof r[6] === 'number').toBe(true);
+    }
+    expect(rows.rows().some((r) => typeof r[6] === 'number')).toBe(true);
+    const shared = world.worldState()!;
+    expect(shared.enemies.length).toBeGreaterThan(0);
+    expect(shared.enemies.length).toBeLessThanOrEqual(64);
+    expect(shared.enemies.every(isPoint) && shared.cover.every(isPoint)).toBe(true);
+    expect(new GameWorld(10, 7).worldState()).toBeUndefined();
+  });
+
   test('a moveTo finishes when the agent arrives: distance / speed', () => {
     const world = new GameWorld(1, 3);
     world.step(DT);
