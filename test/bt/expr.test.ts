@@ -839,8 +839,21 @@ describe('compiled code', () => {
     expect(compiled('self.hp < 30').fn.toString()).toBe(`function canopyExpression(c) { let t0; return lt(${read('hp')}, 30); }`);
     expect(compiled('self.hp < 10 * 3').fn.toString()).toBe(`function canopyExpression(c) { let t0; return lt(${read('hp')}, 30); }`);
     expect(compiled("self.name == 'orc'").fn.toString()).toBe(`function canopyExpression(c) { let t0; return (${read('name')} === "orc"); }`);
-    expect(compiled('bb.target != null').fn.toString()).toBe('function canopyExpression(c) { return (bbGet(c.bb, "target") != null); }');
+    // A declared blackboard key is a plain load too (own property of an object whose prototype is Object.prototype).
+    expect(compiled('bb.target != null').fn.toString()).toBe(
+      `function canopyExpression(c) { let t0; return (((t0 = c.bb["target"]) === undefined || typeof t0 === 'function' ? null : t0) != null); }`,
+    );
     expect(compiled('agent.id').fn.toString()).toBe('function canopyExpression(c) { return c.agent.id; }');
+  });
+
+  it('a blackboard read never returns undefined or a function', () => {
+    const c = context();
+    (c.bb as Record<string, unknown>)['target'] = undefined;
+    expect(compiled('bb.target').fn(c)).toBeNull();
+    (c.bb as Record<string, unknown>)['target'] = () => 1;
+    expect(compiled('bb.target').fn(c)).toBeNull();
+    (c.bb as Record<string, unknown>)['target'] = 0;
+    expect(compiled('bb.target').fn(c)).toBe(0);
   });
 
   it('folds what reads no root', () => {

@@ -216,7 +216,14 @@ class Emitter {
   /** `object.key` with a key known at load time (quoted into the code by `literal`). */
   private read(object: Expr, key: string): Code {
     const k = literal(key);
-    if (object.kind === 'name' && object.name === 'bb') return js`${H.bbGet}(${CTX}.bb, ${k})`;
+    if (object.kind === 'name' && object.name === 'bb') {
+      // A declared key is always an own property of the blackboard, whose prototype is Object.prototype:
+      // a plain load here (monomorphic, with this expression's own feedback; the shared bbGet sees every
+      // key of every tree) reads the same, since Object.prototype holds only functions besides __proto__.
+      if (key === '__proto__') return js`${H.bbGet}(${CTX}.bb, ${k})`;
+      const t = ident(`t${this.temps++}`);
+      return js`((${t} = ${CTX}.bb[${k}]) === undefined || typeof ${t} === 'function' ? null : ${t})`;
+    }
     if (object.kind === 'name' && object.name === 'agent') return key === 'id' ? js`${CTX}.agent.id` : js`${CTX}.agent.label`;
     // Inline named read: a monomorphic load per expression (the shared get() sees every key and shape).
     const t = ident(`t${this.temps++}`);
