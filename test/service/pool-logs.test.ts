@@ -111,3 +111,18 @@ test('the service logs a log node through its pino logger, from worker threads, 
     await server.close();
   }
 });
+
+test('lines below the logger level are neither logged nor counted as dropped (no warn every tick for debug lines)', async () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const pool = await createAgentPool({ trees: fixture.trees, workers: 0, logger });
+  try {
+    await pool.ready();
+    pool.createSession('s', { fields: ['x'], maxAgents: 1000 });
+    pool.spawn('s', Array.from({ length: 500 }, (_, id) => ({ id, tree: 'chatty' })));
+    for (let tick = 1; tick <= 3; tick++) await pool.tick('s', tick, tick / 20, 0.05, tick);
+    expect(lines).toEqual([]); // 1,000 info + debug lines a tick, all below warn: not one "dropped" warning
+  } finally {
+    await pool.close();
+  }
+});

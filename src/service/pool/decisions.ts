@@ -74,7 +74,7 @@ export class ColumnSink implements DecisionSink {
       names: [],
       args: [],
       errors: [],
-      logs: { lines: [], dropped: 0 },
+      logs: { lines: [], dropped: [0, 0, 0, 0] },
     };
   }
 
@@ -126,8 +126,9 @@ export class ColumnSink implements DecisionSink {
   log(_agent: Agent, level: string, message: string, node = -1): void {
     const logs = this.out.logs;
     // Past the cap, count only: a `log` node on 50,000 agents costs a counter, not 50,000 strings in the reply.
-    if (logs.lines.length >= LOG_LINES_PER_TICK) logs.dropped++;
-    else logs.lines.push([this.slot, levelIndex(level), message, node]);
+    const index = levelIndex(level);
+    if (logs.lines.length >= LOG_LINES_PER_TICK) logs.dropped[index] = (logs.dropped[index] ?? 0) + 1;
+    else logs.lines.push([this.slot, index, message, node]);
   }
 
   /** The columns filled so far. */

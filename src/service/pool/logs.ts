@@ -11,10 +11,18 @@ export const LOG_LINES_PER_TICK = 100;
 /** Levels a `log` node may use (trees.md), by the index that travels in a reply. */
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 
-/** One host's `log` lines of one tick: [slot, level index, message, node] and how many the host dropped over the cap. */
+/** One host's `log` lines of one tick: [slot, level index, message, node] and how many it dropped over the cap, by level index. */
 export interface LogColumns {
   lines: Array<[number, number, string, number]>;
-  dropped: number;
+  dropped: [number, number, number, number];
+}
+
+/** Whether the logger writes lines of this level index (a pino logger says; any other logger writes what it has a method for). */
+export function levelEnabled(logger: PoolLogger | undefined, level: number): boolean {
+  if (logger === undefined) return false;
+  const name = LOG_LEVELS[level] ?? 'info';
+  if (logger.isLevelEnabled !== undefined) return logger.isLevelEnabled(name);
+  return name !== 'debug' || logger.debug !== undefined;
 }
 
 /** A level name as it travels (an unknown level logs at info). */
@@ -30,14 +38,22 @@ export interface LogAgentLookup {
 
 /**
  * Turns the hosts' lines of one session tick into events, capped at LOG_LINES_PER_TICK over all hosts, in host
- * then slot order. Returns the events and how many lines were dropped (by the hosts' caps and this one).
+ * then slot order. Returns the events and how many lines were dropped (by the hosts' caps and this one). Lines
+ * of a level `wanted` refuses are neither events nor counted as dropped: a `debug` line under an `info` logger
+ * was never going to be written.
  */
-export function collectLogs(session: string, tick: number, parts: ReadonlyArray<{ logs: LogColumns; agent: LogAgentLookup }>): { events: PoolLogEvent[]; dropped: number } {
+export function collectLogs(
+  session: string,
+  tick: number,
+  parts: ReadonlyArray<{ logs: LogColumns; agent: LogAgentLookup }>,
+  wanted: (level: number) => boolean = () => true,
+): { events: PoolLogEvent[]; dropped: number } {
   const events: PoolLogEvent[] = [];
   let dropped = 0;
   for (const { logs, agent } of parts) {
-    dropped += logs.dropped;
+    for (let level = 0; level < logs.dropped.length; level++) if (wanted(level)) dropped += logs.dropped[level]!;
     for (const [slot, level, message, node] of logs.lines) {
+      if (!wanted(level)) continue;
       if (events.length >= LOG_LINES_PER_TICK) {
         dropped++;
         continue;
@@ -72,8 +88,10 @@ export function emitLogs(
   tick: number,
   parts: ReadonlyArray<{ logs: LogColumns; agent: LogAgentLookup }>,
 ): void {
-  const { events, dropped } = collectLogs(session, tick, parts);
-  writeLogs(logger, session, tick, events, dropped);
+  // With a listener every level is collected (tools see debug lines); otherwise only what the logger writes.
+  const wanted = listener !== null ? () => true : (level: number) => levelEnabled(logger, level);
+  const { events, dropped } = collectLogs(session, tick, parts, wanted);
+  writeLogs(logger, session, tick, events.filter((e) => levelEnabled(logger, levelIndex(e.level))), dropped);
   if (listener === null) return;
   for (const e of events) {
     try {

@@ -507,7 +507,7 @@ export abstract class PoolRouter implements AgentPool {
           for (const [slot, frame] of reply.frames) frames.push({ agent: shard.ids[slot]!, frame });
         }
         const l = reply.decisions.logs;
-        if (l.lines.length > 0 || l.dropped > 0) logs.push({ logs: l, agent: (slot) => this.logAgent(s, shard.ids[slot]) });
+        if (l.lines.length > 0 || l.dropped.some((n) => n > 0)) logs.push({ logs: l, agent: (slot) => this.logAgent(s, shard.ids[slot]) });
         shard.recycle(reply.rows, reply.results, reply.decisions);
       }
       if (logs.length > 0) emitLogs(this.logger, this.onLog, session, tick, logs);

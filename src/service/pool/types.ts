@@ -56,6 +56,8 @@ export interface PoolLogger {
   info(obj: unknown, msg?: string): void;
   warn(obj: unknown, msg?: string): void;
   error(obj: unknown, msg?: string): void;
+  /** pino's: whether lines of this level are written. Lines of a level that is not are not collected. */
+  isLevelEnabled?(level: string): boolean;
 }
 
 /** One line of a tree's `log` node, as logged by the service and given to AgentPool.onLog listeners. */
