@@ -22,6 +22,7 @@ import {
   type Mode,
   type SnapshotMessage,
   type SpawnAgent,
+  type LodEntry,
   type WelcomeMessage,
 } from '../protocol/index.js';
 import { DEFAULT_RECONNECT, backoffDelay, type ReconnectOptions } from './backoff.js';
@@ -278,6 +279,15 @@ export class CanopyClient extends Emitter<ClientEvents> {
    */
   snapshot(snapshot: SnapshotInput): boolean {
     return this.send(snapshotMessage(snapshot, undefined));
+  }
+
+  /**
+   * Level of detail (a Canopy addition): new tick intervals `[id, every]` — the agent is ticked every
+   * `every` session ticks from the next tick on (1: every tick). No reply; problems arrive as `error`
+   * events. Returns false (and sends nothing) while disconnected.
+   */
+  lod(entries: readonly LodEntry[]): boolean {
+    return this.send({ t: 'lod', agents: entries });
   }
 
   /** Reports action outcomes: `[id, seq, status]`. Returns false while disconnected. */

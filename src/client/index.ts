@@ -33,6 +33,7 @@ export {
   type ObservationRow,
   type RootStatus,
   type SpawnAgent,
+  type LodEntry,
   type ValueMap,
   type WelcomeLimits,
   type WelcomeMessage,

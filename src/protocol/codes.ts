@@ -3,7 +3,7 @@
 
 /**
  * Every message type name of protocol v1, as sent in the `t` key of a frame.
- * Client → server: hello, spawn, despawn, bb, snapshot, result, ping, bye.
+ * Client → server: hello, spawn, despawn, bb, snapshot, result, lod, ping, bye.
  * Server → client: welcome, spawned, despawned, decisions, pong, error, goodbye, trees.
  */
 export const MessageType = {
@@ -16,6 +16,7 @@ export const MessageType = {
   bb: 'bb',
   snapshot: 'snapshot',
   result: 'result',
+  lod: 'lod',
   decisions: 'decisions',
   ping: 'ping',
   pong: 'pong',
@@ -30,7 +31,7 @@ export type MessageType = (typeof MessageType)[keyof typeof MessageType];
 
 /** The message types a client may send; anything else from a client is `E_UNKNOWN_MESSAGE`. */
 export const CLIENT_MESSAGE_TYPES: readonly MessageType[] = [
-  'hello', 'spawn', 'despawn', 'bb', 'snapshot', 'result', 'ping', 'bye',
+  'hello', 'spawn', 'despawn', 'bb', 'snapshot', 'result', 'lod', 'ping', 'bye',
 ];
 
 /** The message types a server sends. */
@@ -112,7 +113,7 @@ export const ERRORS = {
     closes: 'never',
   },
   E_UNKNOWN_AGENT: {
-    description: 'A despawn, bb or result entry names an agent the session does not have.',
+    description: 'A despawn, bb, result or lod entry names an agent the session does not have.',
     closes: 'never',
   },
   E_UNKNOWN_KEY: {

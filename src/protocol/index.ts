@@ -57,6 +57,8 @@ export {
   type GoodbyeMessage,
   type TreesMessage,
   type HelloMessage,
+  type LodEntry,
+  type LodMessage,
   type Message,
   type Mode,
   type Observation,

@@ -28,6 +28,8 @@ export const LIMITS = {
   maxResumeTokenLength: 256,
   /** Highest tick rate a client may ask for in fixed mode (exclusive lower bound is 0). */
   maxHz: 1000,
+  /** Longest tick interval of level of detail (`spawn.agents[].every`, `lod`): about 14 hours at 20 Hz. */
+  maxEvery: 1_000_000,
   /**
    * Most per-entry errors kept for one `bb`, `result` or `snapshot` message; the rest are counted
    * in `omittedErrors`. `spawn` and `despawn` keep every error because their replies list them.

@@ -67,6 +67,11 @@ export interface SpawnAgent {
   readonly bb?: ValueMap;
   /** What a reload of its tree does to this agent: `restart` or `keep` (default: the service's CANOPY_RELOAD). */
   readonly reload?: 'restart' | 'keep';
+  /**
+   * Level of detail (a Canopy addition): the agent is ticked every `every` session ticks, an integer from 1
+   * (default 1: every tick). Agents with the same interval are spread evenly over its ticks.
+   */
+  readonly every?: number;
 }
 
 /** Creates agents. Answered by `spawned`; each agent succeeds or fails alone. */
@@ -119,6 +124,18 @@ export interface ResultMessage extends ClientMessageBase {
   readonly results: readonly ActionResult[];
 }
 
+/** One tick interval change: `[id, every]` (level of detail). */
+export type LodEntry = readonly [id: AgentId, every: number];
+
+/**
+ * Level of detail (a Canopy addition): new tick intervals, in force from the session's next tick. No reply;
+ * problems come back as `error` (entry by entry, like `bb`).
+ */
+export interface LodMessage extends ClientMessageBase {
+  readonly t: 'lod';
+  readonly agents: readonly LodEntry[];
+}
+
 /** Answered by `pong` with the same `n`. */
 export interface PingMessage extends ClientMessageBase {
   readonly t: 'ping';
@@ -138,6 +155,7 @@ export type ClientMessage =
   | BlackboardMessage
   | SnapshotMessage
   | ResultMessage
+  | LodMessage
   | PingMessage
   | ByeMessage;
 

@@ -13,6 +13,7 @@ import {
   type ClientMessage,
   type EntryError,
   type HelloMessage,
+  type LodEntry,
   type Mode,
   type Observation,
   type ObservationRow,
@@ -153,6 +154,8 @@ export function parseClientMessage(value: unknown, options?: ParseOptions): Pars
       return parseSnapshot(value, re, options);
     case 'result':
       return parseResult(value, re);
+    case 'lod':
+      return parseLod(value, re);
     case 'ping':
       return parsePing(value, re);
     case 'bye':
@@ -170,6 +173,7 @@ function isClientType(t: string): t is ClientType {
     case 'bb':
     case 'snapshot':
     case 'result':
+    case 'lod':
     case 'ping':
     case 'bye':
       return true;
@@ -290,6 +294,8 @@ function spawnAgent(entry: unknown, i: number, errors: Entries): SpawnAgent | fa
   if (bb !== undefined && !isPlainMap(bb)) return errors.bad(id, `${path}.bb`, 'expected a map');
   const reload = opt(entry.reload);
   if (reload !== undefined && reload !== 'restart' && reload !== 'keep') return errors.bad(id, `${path}.reload`, "expected 'restart' or 'keep'");
+  const every = opt(entry.every);
+  if (every !== undefined && !isEvery(every)) return errors.bad(id, `${path}.every`, EVERY_REASON);
   return {
     id,
     tree,
@@ -297,6 +303,7 @@ function spawnAgent(entry: unknown, i: number, errors: Entries): SpawnAgent | fa
     seed: seed as number | undefined,
     bb: bb as ValueMap | undefined,
     ...(reload !== undefined ? { reload: reload as 'restart' | 'keep' } : {}),
+    ...(every !== undefined && every !== 1 ? { every: every as number } : {}),
   };
 }
 
@@ -325,6 +332,28 @@ function parseBlackboard(m: RawMap, re: number | undefined): ParseResult {
     return true;
   }) as readonly BlackboardEntry[];
   return ok({ t: 'bb', id: re, set }, errors);
+}
+
+const EVERY_REASON = `expected an integer from 1 to ${LIMITS.maxEvery} (tick every N session ticks)`;
+
+function isEvery(v: unknown): boolean {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= LIMITS.maxEvery;
+}
+
+function parseLod(m: RawMap, re: number | undefined): ParseResult {
+  const list = m.agents;
+  const problem = checkList('lod.agents', list, re);
+  if (problem !== undefined) return problem;
+  const errors = new Entries(LIMITS.maxEntryErrors);
+  const agents = keepValid(list as readonly unknown[], (entry, i) => {
+    const path = `lod.agents[${i}]`;
+    if (!Array.isArray(entry) || entry.length !== 2) return errors.bad(undefined, path, 'expected a list [id, every]');
+    const id: unknown = entry[0];
+    if (!isAgentId(id)) return errors.bad(undefined, `${path}[0]`, ID_REASON);
+    if (!isEvery(entry[1])) return errors.bad(id, `${path}[1]`, EVERY_REASON);
+    return true;
+  }) as readonly LodEntry[];
+  return ok({ t: 'lod', id: re, agents }, errors);
 }
 
 function parseResult(m: RawMap, re: number | undefined): ParseResult {

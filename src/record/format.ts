@@ -53,6 +53,8 @@ export const Kind = {
   DECISIONS: 10,
   /** The recording ends: `{ reason, next? }` (`next`: the file name of the following part after rotation). */
   END: 11,
+  /** Level of detail: new tick intervals `[[id, every], ...]` (a `lod` message), in force from the next tick. */
+  LOD: 12,
 } as const;
 export type Kind = (typeof Kind)[keyof typeof Kind];
 
@@ -107,6 +109,8 @@ export interface SpawnRecord {
   readonly bb?: Record<string, unknown>;
   /** The spawn's own reload policy, if it named one. */
   readonly reload?: 'restart' | 'keep';
+  /** Its tick interval (level of detail), when not 1. */
+  readonly every?: number;
 }
 
 /** A tick marker. `basedOn` is null before the first snapshot. */

@@ -137,6 +137,9 @@ export class ReplayRun {
       case Kind.RESULTS:
         this.results(decode(payload) as ActionResult[]);
         return;
+      case Kind.LOD:
+        pool.lod(SESSION, decode(payload) as Array<[AgentId, number]>);
+        return;
       case Kind.SNAPSHOT_FRAME: {
         const parsed = parseClientFrame(payload, Number.MAX_SAFE_INTEGER, { fieldCount: this.fields?.length ?? 0, mode: this.mode, packRows: true });
         if (!parsed.ok || parsed.msg.t !== 'snapshot') throw new Error(`a recorded snapshot frame does not read back: ${parsed.ok ? parsed.msg.t : parsed.message}`);

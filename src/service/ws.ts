@@ -317,6 +317,9 @@ class Connection implements LiveConnection, SessionOutput {
       case 'result':
         this.entryErrors([...parsed.errors, ...session.results(msg.results)], parsed.omittedErrors, msg.id);
         return undefined;
+      case 'lod':
+        this.entryErrors([...parsed.errors, ...session.setLod(msg.agents)], parsed.omittedErrors, msg.id);
+        return undefined;
       case 'snapshot':
         if (session.mode === 'lockstep') return this.lockstep(session, msg, parsed.errors, parsed.omittedErrors, bytes);
         this.entryErrors([...parsed.errors, ...session.applySnapshot(msg, bytes)], parsed.omittedErrors, msg.id);

@@ -155,6 +155,14 @@ export const sessionRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async 
     return respond(request, reply, all.length > 0 || omittedErrors > 0 ? { errors: all, omittedErrors } : {});
   });
 
+  app.post<IdParams>('/v1/sessions/:id/lod', async (request, reply) => {
+    const session = findHttp(request);
+    const { msg, errors, omittedErrors } = parse(request, 'lod', session);
+    const all = [...errors, ...session.setLod(msg.agents)];
+    count(all);
+    return respond(request, reply, all.length > 0 || omittedErrors > 0 ? { errors: all, omittedErrors } : {});
+  });
+
   app.post<IdParams>('/v1/sessions/:id/tick', async (request, reply) => {
     const session = findHttp(request);
     const { msg, errors, omittedErrors } = parse(request, 'snapshot', session);

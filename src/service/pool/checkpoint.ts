@@ -3,6 +3,7 @@
 
 import { serialize, deserialize } from 'node:v8';
 import { Agent, type AgentId, type AgentState, type CompiledTree } from '../../bt/index.js';
+import { LodTable, type PackedLod } from './lod.js';
 
 /**
  * What `packAgents` serializes. Per agent k (in slot order): its slot, id, label, tree (index into `trees`), its
@@ -29,6 +30,8 @@ interface Packed {
   selfValues: PackedColumn;
   selfOther: unknown[];
   world: unknown;
+  /** Level of detail (lod.ts), per packed agent; absent when the session's agents all tick every tick. */
+  lod?: PackedLod;
 }
 
 /** A list of values: numbers, booleans and null in typed arrays (serialized as memory copies), the rest in `other`. */
@@ -109,7 +112,7 @@ const SCALARS = 5;
  * Serializes the agents (by slot; null: empty) and the world. Measured at 25,000 guard agents: ~30× cheaper than
  * `exportState()` per agent and a structured clone of the list (no per-agent arrays or object copies).
  */
-export function packAgents(agents: ReadonlyArray<Agent | null>, fields: readonly string[] | null, world: unknown): Uint8Array {
+export function packAgents(agents: ReadonlyArray<Agent | null>, fields: readonly string[] | null, world: unknown, lod: LodTable | null = null): Uint8Array {
   let count = 0;
   let statusLength = 0;
   let numbersLength = 0;
@@ -182,11 +185,17 @@ export function packAgents(agents: ReadonlyArray<Agent | null>, fields: readonly
     }
     k++;
   }
-  return serialize({ ...p, ids: ids.done(), bb: bb.done(), selfValues: selfValues.done() } satisfies Packed);
+  const packed: Packed = { ...p, ids: ids.done(), bb: bb.done(), selfValues: selfValues.done() };
+  if (lod !== null) packed.lod = lod.pack(Array.from(p.slots));
+  return serialize(packed);
 }
 
 /** Rebuilds the agents of `packAgents` bytes: [slot, agent] pairs and the world. Throws if a tree is missing or changed. */
-export function unpackAgents(bytes: Uint8Array, fields: readonly string[] | null, trees: { get(name: string): CompiledTree | undefined }): { agents: Array<[number, Agent]>; world: unknown } {
+export function unpackAgents(
+  bytes: Uint8Array,
+  fields: readonly string[] | null,
+  trees: { get(name: string): CompiledTree | undefined },
+): { agents: Array<[number, Agent]>; world: unknown; lod: LodTable | null } {
   const p = deserialize(bytes) as Packed;
   if (p.v !== 1) throw new Error(`unsupported checkpoint version ${String(p.v)}`);
   const compiled = p.trees.map((name, i) => {
@@ -235,7 +244,7 @@ export function unpackAgents(bytes: Uint8Array, fields: readonly string[] | null
     n += tree.slotCount;
     agents.push([p.slots[k]!, Agent.restore(tree, state)]);
   }
-  return { agents, world: p.world };
+  return { agents, world: p.world, lod: p.lod === undefined ? null : LodTable.unpack(p.lod, p.slots) };
 }
 
 /** True when `obj` is a plain object whose own keys are exactly `fields`, in that order (a row's observation). */

@@ -13,6 +13,7 @@ import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder
 import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
+import { LodTable } from './lod.js';
 
 /** Where a host finds compiled trees by name (a TreeLibrary). */
 export interface TreeLookup {
@@ -34,6 +35,8 @@ class HostSession {
   readonly restarts = new Set<number>();
   /** Writes one positional row into an observation object (null: the session has no fields). */
   readonly writeRow: RowWriter | null;
+  /** Tick intervals (level of detail), from the first agent of the session given one other than 1; null: all tick every tick. */
+  lod: LodTable | null = null;
 
   constructor(fields: readonly string[] | null) {
     this.fields = fields;
@@ -122,7 +125,7 @@ export class AgentHost {
       case 'inspect': {
         const s = this.sessions.get(msg.session);
         const agent = s?.agents[msg.slot] ?? null;
-        return { t: 'inspected', req: msg.req, inspection: agent === null ? null : inspectAgent(agent, s!.world) };
+        return { t: 'inspected', req: msg.req, inspection: agent === null ? null : inspectAgent(agent, s!.world, s!.lod?.intervalOf(msg.slot) ?? 1) };
       }
       default:
         return inspectorRequest(this.sessions.get(msg.session), msg);
@@ -153,7 +156,7 @@ export class AgentHost {
     const agents = s === undefined ? [] : s.agents;
     let count = 0;
     for (const a of agents) if (a !== null) count++;
-    const bytes = packAgents(agents, s?.fields ?? null, s?.world ?? null);
+    const bytes = packAgents(agents, s?.fields ?? null, s?.world ?? null, s?.lod ?? null);
     return { t: 'checkpointed', req, agents: count, bytes, ms: performance.now() - started };
   }
 
@@ -161,8 +164,9 @@ export class AgentHost {
   private restore(session: string, fields: readonly string[] | null, bytes: Uint8Array): void {
     const s = new HostSession(fields);
     this.sessions.set(session, s);
-    const { agents, world } = unpackAgents(bytes, fields, this.trees);
+    const { agents, world, lod } = unpackAgents(bytes, fields, this.trees);
     s.world = world;
+    s.lod = lod;
     for (const [slot, agent] of agents) {
       agent.world = world;
       while (s.agents.length <= slot) {
@@ -180,7 +184,7 @@ export class AgentHost {
       s = new HostSession(fields);
       this.sessions.set(session, s);
     }
-    for (const [slot, id, treeName, label, seed, bb] of orders) {
+    for (const [slot, id, treeName, label, seed, bb, every] of orders) {
       const tree = this.trees.get(treeName);
       // The router checked the tree against the same folder; a mismatch is a deployment bug worth a loud failure.
       if (tree === undefined) throw new Error(`host has no tree '${treeName}'`);
@@ -192,6 +196,8 @@ export class AgentHost {
       }
       s.agents[slot] = agent;
       s.observations[slot] = null;
+      if (every !== undefined && every !== 1) (s.lod ??= new LodTable()).spawned(slot, id, every);
+      else s.lod?.spawned(slot, id, 1);
       this.progress?.step(); // spawning 50,000 agents takes a while: the watchdog sees it move
     }
   }
@@ -206,6 +212,7 @@ export class AgentHost {
       agent.unwatch();
       s.watched.delete(slot);
       s.restarts.delete(slot);
+      s.lod?.freed(slot);
       s.agents[slot] = null;
       s.observations[slot] = null;
     }
@@ -225,6 +232,13 @@ export class AgentHost {
     if (s !== undefined) {
       const agents = s.agents;
       if (s.restarts.size > 0) this.restart(s, out);
+      if (order.lod !== undefined && order.lod !== null) {
+        const lod = (s.lod ??= new LodTable());
+        for (const [slot, every] of order.lod) {
+          const a = agents[slot];
+          if (a !== null && a !== undefined) lod.change(slot, a.id, every);
+        }
+      }
       if (order.bb !== null) {
         for (const [slot, values] of order.bb) agents[slot]?.setBlackboard(values);
       }
@@ -254,8 +268,12 @@ export class AgentHost {
       if (s.watched.size > 0) for (const slot of s.watched) agents[slot]!.trace!.nextTick = order.tick;
       const progress = this.progress;
       const stops = s.stops.size > 0 ? s.stops : null;
+      const lod = s.lod;
       progress?.ticking(order.req);
-      for (let i = 0; i < agents.length; i++) {
+      // Level of detail has its own loop: without it, this one is as it always was.
+      if (lod !== null) this.tickLod(s, lod, order, out);
+      const n = lod === null ? agents.length : 0;
+      for (let i = 0; i < n; i++) {
         const a = agents[i];
         if (a === null || a === undefined) continue;
         a.world = world;
@@ -281,6 +299,47 @@ export class AgentHost {
       results: order.results,
       frames: s === undefined || s.watched.size === 0 ? null : newestFrames(s, order.tick),
     };
+  }
+
+  /**
+   * The tick loop of a session with level of detail: an agent waiting out its interval is skipped (its input
+   * stays buffered in it: observation, blackboard writes and results are read at its next tick); one that ticks
+   * gets the time since its own last tick as `dt` (the tick's own dt if it ticked at the previous tick or never).
+   */
+  private tickLod(s: HostSession, lod: LodTable, order: TickOrder, out: ColumnSink): void {
+    const agents = s.agents;
+    const time = order.time;
+    const world = s.world;
+    const every = lod.every;
+    const wait = lod.wait;
+    const last = lod.last;
+    const previous = lod.previous;
+    const progress = this.progress;
+    const stops = s.stops.size > 0 ? s.stops : null;
+    for (let i = 0; i < agents.length; i++) {
+      const a = agents[i];
+      if (a === null || a === undefined) continue;
+      out.slot = i;
+      if (stops !== null && stops.has(i)) {
+        a.stop(out, 'E_PLUGIN', stops.get(i)!);
+        continue;
+      }
+      if (i < wait.length) {
+        const w = wait[i]!;
+        if (w > 0) {
+          wait[i] = w - 1;
+          continue;
+        }
+        wait[i] = every[i]! - 1;
+      }
+      const before = i < last.length ? last[i]! : Number.NaN;
+      if (i < last.length) last[i] = time;
+      a.world = world;
+      progress?.agent(i);
+      // NaN (never ticked) or the previous tick: the tick's own dt, exactly as without level of detail.
+      a.tick(time, before !== before || before === previous ? order.dt : time - before, out);
+    }
+    lod.previous = time;
   }
 
   /** Restarts the agents a reload marked, before this tick's input applies: their halts' cancels go into `out`. */
@@ -334,11 +393,12 @@ function inspectorRequest(s: HostSession | undefined, msg: InspectorOrder): From
  * session's `world`, and on action nodes the action they start (`action`; an unnamed action node shows it as
  * its `name` too, rather than null).
  */
-function inspectAgent(agent: Agent, world: unknown): AgentView {
+function inspectAgent(agent: Agent, world: unknown, every: number): AgentView {
   const base = agent.inspect();
   const nodes = agent.tree.nodes;
   return {
     ...base,
+    every,
     nodes: base.nodes.map((n) => {
       const action = nodes[n.index]?.action;
       return action === undefined ? n : { ...n, name: n.name ?? action, action };

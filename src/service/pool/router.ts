@@ -12,6 +12,7 @@ import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isAgentId, isPackedRows, type PackedRows } from '../../protocol/index.js';
+import { badEvery } from './lod.js';
 
 /** Where one agent lives. */
 interface Route {
@@ -327,7 +328,9 @@ export abstract class PoolRouter implements AgentPool {
       this.load[host]!++;
       const label = e.label ?? '';
       s.addRoute(id, e.reload === undefined ? { host, slot, tree, label } : { host, slot, tree, label, reload: e.reload });
-      orders[host]!.push([slot, id, e.tree, label, e.seed ?? null, e.bb ?? null]);
+      const order: SpawnOrder = [slot, id, e.tree, label, e.seed ?? null, e.bb ?? null];
+      if (e.every !== undefined && e.every !== 1) order.push(e.every);
+      orders[host]!.push(order);
       ids.push(id);
     }
     for (let h = 0; h < this.hostCount; h++) {
@@ -431,6 +434,27 @@ export abstract class PoolRouter implements AgentPool {
     const s = this.session(session);
     s.world = world;
     s.worldVersion++;
+  }
+
+  lod(session: string, entries: ReadonlyArray<readonly [AgentId, number]>): EntryError[] {
+    const s = this.session(session);
+    const errors: EntryError[] = [];
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
+      const id = entry[0];
+      const at = s.locate(id);
+      if (at < 0) {
+        errors.push(unknownAgent(id));
+        continue;
+      }
+      const bad = badEvery(entry[1]);
+      if (bad !== null) {
+        errors.push({ id, code: 'E_BAD_FIELD', message: `every: ${bad}` });
+        continue;
+      }
+      s.shards[at >>> 24]!.pushLod(at & 0xffffff, entry[1]);
+    }
+    return errors;
   }
 
   results(session: string, results: ReadonlyArray<readonly [AgentId, number, 'success' | 'failure']>): EntryError[] {
@@ -664,6 +688,10 @@ function badSpawnField(e: SpawnEntry): string | null {
   if (e.seed !== undefined && (typeof e.seed !== 'number' || !Number.isFinite(e.seed))) return 'seed: must be a number';
   if (e.bb !== undefined && (e.bb === null || typeof e.bb !== 'object' || Array.isArray(e.bb))) return 'bb: must be a map of key → value';
   if (e.reload !== undefined && e.reload !== 'restart' && e.reload !== 'keep') return "reload: must be 'restart' or 'keep'";
+  if (e.every !== undefined) {
+    const bad = badEvery(e.every);
+    if (bad !== null) return `every: ${bad}`;
+  }
   return null;
 }
 

@@ -14,6 +14,8 @@ export interface ShardInput {
   rows: RowBatch | null;
   results: ResultBatch | null;
   spare: SpareColumns | null;
+  /** Level of detail: new tick intervals `[slot, every]` (null: none). */
+  lod: Array<[number, number]> | null;
 }
 
 const MIN_ROWS = 64;
@@ -46,6 +48,7 @@ export class SessionShard {
   private objects: Array<[number, Record<string, unknown>]> | null = null;
   private rows: RowBatch | null = null;
   private results: ResultBatch | null = null;
+  private lod: Array<[number, number]> | null = null;
   private readonly spareRows: RowBatch[] = [];
   private readonly spareResults: ResultBatch[] = [];
   private spareColumns: SpareColumns | null = null;
@@ -71,7 +74,7 @@ export class SessionShard {
 
   /** True when something is buffered for the next tick. */
   get hasInput(): boolean {
-    return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.results !== null;
+    return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.results !== null || this.lod !== null;
   }
 
   /** Appends one positional row `[id, v1, v2, ...]` for the agent in `slot`; missing values read null. */
@@ -162,13 +165,19 @@ export class SessionShard {
     r.count++;
   }
 
+  /** A new tick interval for the agent in `slot` (level of detail), applied before the next tick. */
+  pushLod(slot: number, every: number): void {
+    (this.lod ??= []).push([slot, every]);
+  }
+
   pushBlackboard(slot: number, values: Record<string, unknown>): void {
     (this.bb ??= []).push([slot, values]);
   }
 
   /** Takes the buffered input for a tick and releases quarantined slots: the tick order carries their despawn. */
   take(): ShardInput {
-    const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, results: this.results, spare: this.spareColumns };
+    const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, results: this.results, spare: this.spareColumns, lod: this.lod };
+    this.lod = null;
     this.spareColumns = null;
     this.clear = false;
     this.bb = null;

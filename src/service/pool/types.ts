@@ -14,6 +14,8 @@ export interface SpawnEntry {
   bb?: Record<string, unknown>;
   /** What a reload of its tree does to this agent (default: the pool's policy given to `reload`). */
   reload?: ReloadPolicy;
+  /** Level of detail: the agent is ticked every `every` session ticks (an integer from 1, default 1). */
+  every?: number;
 }
 
 /**
@@ -121,6 +123,8 @@ export type AgentView = Omit<AgentInspection, 'nodes'> & {
   readonly nodes: ReadonlyArray<AgentInspection['nodes'][number] & { readonly action?: string }>;
   readonly self: unknown;
   readonly world: unknown;
+  /** Its tick interval (level of detail): ticked every `every` session ticks (1: every tick). */
+  readonly every: number;
 };
 
 /** A whole session's agents, packed ({@link AgentPool.exportSession}); structured-clone and v8-serializable. */
@@ -211,6 +215,11 @@ export interface AgentPool {
   ): { unknown: number };
   /** Replaces the session's shared world state (sent to workers with the next tick). */
   setWorld(session: string, world: unknown): void;
+  /**
+   * Level of detail: new tick intervals `[id, every]`, in force from the session's next tick (each agent then
+   * waits its phase under the new interval). Unknown agent → E_UNKNOWN_AGENT, a bad interval → E_BAD_FIELD.
+   */
+  lod(session: string, entries: ReadonlyArray<readonly [AgentId, number]>): EntryError[];
   /** Action results `[id, seq, status]`; buffered per worker until the next tick. Unknown agent → E_UNKNOWN_AGENT error entry. */
   results(session: string, results: ReadonlyArray<readonly [AgentId, number, 'success' | 'failure']>): EntryError[];
   /**

@@ -31,8 +31,8 @@ export interface ResultBatch {
   data: Float64Array;
 }
 
-/** A new agent for a host: [slot, id, tree, label, seed, bb]. */
-export type SpawnOrder = [number, AgentId, string, string, number | null, Record<string, unknown> | null];
+/** A new agent for a host: [slot, id, tree, label, seed, bb, every?] (`every`: its tick interval; absent: 1). */
+export type SpawnOrder = [number, AgentId, string, string, number | null, Record<string, unknown> | null, number?];
 
 /** The world state, cloned once per tick even when several workers need it. */
 export type WorldUpdate = { value: unknown } | { bytes: Uint8Array };
@@ -55,6 +55,8 @@ export interface TickOrder {
   spare: SpareColumns | null;
   /** The session tick number (frames of watched agents carry it). */
   tick: number;
+  /** Level of detail: new tick intervals `[slot, every]`, applied before the tick (absent or null: none). */
+  lod?: Array<[number, number]> | null;
 }
 
 /** Router → host. `spawn` carries the session's fields so a host (or a respawned worker) needs no set-up message. */

@@ -2,7 +2,7 @@
 // of src/record's format. Inputs are logged where the session hands them to the pool, ticks where they
 // start, decisions as encoded for the wire. A copy into the writer's block per call; the disk is the writer's job.
 
-import { encodeDecisions, encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type SnapshotMessage } from '../../protocol/index.js';
+import { encodeDecisions, encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type LodEntry, type SnapshotMessage } from '../../protocol/index.js';
 import { hasContent, Kind } from '../../record/format.js';
 import type { RecordingWriter } from '../../record/writer.js';
 import type { SpawnEntry } from '../pool/index.js';
@@ -33,6 +33,10 @@ export class SessionRecorder implements SessionTap {
 
   bb(set: readonly BlackboardEntry[]): void {
     this.writer.value(Kind.BB, set);
+  }
+
+  lod(entries: readonly LodEntry[]): void {
+    this.writer.value(Kind.LOD, entries);
   }
 
   results(results: readonly ActionResult[]): void {

@@ -12,6 +12,7 @@ import {
   type BlackboardEntry,
   type DecisionsFields,
   type EntryError,
+  type LodEntry,
   type Mode,
   type SnapshotMessage,
   type SpawnAgent,
@@ -59,6 +60,8 @@ export interface SessionTap {
   despawn(ids: readonly AgentId[]): void;
   bb(set: readonly BlackboardEntry[]): void;
   results(results: readonly ActionResult[]): void;
+  /** Level of detail: new tick intervals (a `lod` message), in force from the next tick. */
+  lod(entries: readonly LodEntry[]): void;
   /** `raw`: the frame as received, when it came over the WebSocket. */
   snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void;
   /** A tick starts now: inputs before this call take effect in it, inputs after it in the next one. */
@@ -325,6 +328,7 @@ export class Session {
       ...(a.seed !== undefined ? { seed: a.seed } : {}),
       ...(a.bb !== undefined ? { bb: a.bb as Record<string, unknown> } : {}),
       ...(a.reload !== undefined ? { reload: a.reload } : {}),
+      ...(a.every !== undefined && a.every !== 1 ? { every: a.every } : {}),
     }));
     if (!this.replaying) {
       this.recorder?.spawn(entries);
@@ -352,6 +356,13 @@ export class Session {
       this.durable?.bb(set);
     }
     return entryErrors(this.host.pool.setBlackboard(this.id, set as ReadonlyArray<readonly [AgentId, Record<string, unknown>]>));
+  }
+
+  /** Level of detail: new tick intervals `[id, every]`, in force from the next tick. */
+  setLod(entries: readonly LodEntry[]): EntryError[] {
+    if (entries.length === 0) return [];
+    this.recorder?.lod(entries);
+    return entryErrors(this.host.pool.lod(this.id, entries));
   }
 
   /** Action results; a result for a seq no longer running is ignored by the agent. */
