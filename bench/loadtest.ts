@@ -15,6 +15,7 @@ import { capacityLine, capacityTable, failureLines, resultsTable } from './load/
 import { runLoad, type RunResult, type RunSpec } from './load/run.js';
 import { burstLines, runBurst, type BurstResult } from './load/burst.js';
 import { existingService, startService, treesFolderFor, type Target } from './load/service.js';
+import { formatLodMix } from './load/lod.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { partIndex } from '../src/record/index.js';
 
@@ -110,6 +111,7 @@ function spec(mode: Mode, agents: number, seconds: number, failFast: boolean, wa
     ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
     progressMs: o.progress * 1000,
     failFast,
+    lod: o.lod,
   };
 }
 
@@ -176,7 +178,7 @@ for (const workers of workerCounts) {
       for (const record of o.record === 'both' ? [false, true] : [o.record === 'on']) {
         for (const watch of o.watch) {
           for (const ids of o.ids) {
-            log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${record ? ', every session recorded' : ''}${watch > 0 ? `, ${watch} watched by inspector pages` : ''}${ids !== 'dense' ? `, ${ids} ids` : ''}`);
+            log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${o.lod !== null ? `, level of detail ${formatLodMix(o.lod)}` : ''}${record ? ', every session recorded' : ''}${watch > 0 ? `, ${watch} watched by inspector pages` : ''}${ids !== 'dense' ? `, ${ids} ids` : ''}`);
             lastRecording = null;
             const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false, watch, ids), t, progress), record);
             results.push(r);

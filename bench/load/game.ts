@@ -7,6 +7,7 @@ import { CanopyClient, type AgentId, type Decisions, type Mode, type RowWriter, 
 import { agentIds, type IdStyle } from './ids.js';
 import { LatencyHistogram } from './histogram.js';
 import { GameWorld, isSquadTree } from './world.js';
+import { everyOf, type LodMix } from './lod.js';
 
 /** Largest spawn message, in agents. */
 const SPAWN_BATCH = 5000;
@@ -54,6 +55,8 @@ export interface GameOptions {
   readonly index?: number;
   /** Agents per spawn message (default 5000). */
   readonly spawnBatch?: number;
+  /** Level of detail: tick intervals given at spawn (`--lod`); absent: every agent ticks every tick. */
+  readonly lod?: LodMix;
 }
 
 /** One game server. */
@@ -142,7 +145,10 @@ export class GameServer {
     const batchSize = o.spawnBatch ?? SPAWN_BATCH;
     for (let from = 0; from < o.agents; from += batchSize) {
       const batch: SpawnAgent[] = [];
-      for (let i = from; i < Math.min(o.agents, from + batchSize); i++) batch.push({ id: this.ids === null ? i : this.ids[i]!, tree: o.tree, seed: o.seed * 1_000_003 + i });
+      for (let i = from; i < Math.min(o.agents, from + batchSize); i++) {
+        const every = o.lod === undefined ? 1 : everyOf(o.lod, i);
+        batch.push({ id: this.ids === null ? i : this.ids[i]!, tree: o.tree, seed: o.seed * 1_000_003 + i, ...(every !== 1 ? { every } : {}) });
+      }
       const out = await this.client.spawn(batch);
       if (out.errors.length > 0) throw new Error(`spawn refused ${out.errors.length} agents: ${out.errors[0]!.code} ${out.errors[0]!.message}`);
     }

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import type { Mode } from '../../src/client/index.js';
 import type { BurstKind } from './burst.js';
 import { ID_STYLES, type IdStyle } from './ids.js';
+import { parseLodMix, type LodMix } from './lod.js';
 
 export interface LoadOptions {
   /** An existing service (`ws://host:port`); undefined: the generator starts one per run. */
@@ -48,6 +49,8 @@ export interface LoadOptions {
   readonly burst: readonly BurstKind[] | null;
   readonly burstAgents: number;
   readonly burstRepeat: number;
+  /** Level of detail: the tick intervals agents get at spawn (null: every agent ticks every tick). */
+  readonly lod: LodMix | null;
 }
 
 export class OptionsError extends Error {
@@ -91,7 +94,9 @@ Simulates game servers driving Canopy and reports what the service sustained.
                            first 2 s vs the steady state after --warmup. Lockstep; defaults for a burst
                            run: --seconds 10, and for spawn --sessions 7 --agents 17500, for start
                            --sessions 8 --agents 20000
-    --burst-agents N --burst-repeat N                                   (default 10000, 3)`;
+    --burst-agents N --burst-repeat N                                   (default 10000, 3)
+  --lod off|on|MIX         AI level of detail: agents spawn with tick intervals (\`every\`); on = 1:10,4:30,20:60
+                           (10 % every tick, 30 % every 4th, 60 % every 20th); MIX: EVERY:PERCENT,... (default off)`;
 
 const MAX_AGENTS = 2_000_000;
 
@@ -134,6 +139,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         burst: { type: 'string' },
         'burst-agents': { type: 'string', default: '10000' },
         'burst-repeat': { type: 'string', default: '3' },
+        lod: { type: 'string', default: 'off' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -170,6 +176,8 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
   if (burst !== null && (v['find-capacity'] || v.mode !== 'lockstep' || watch.length > 1 || v.record !== 'off')) {
     throw new OptionsError('--burst: lockstep only, without --find-capacity, --watch lists or --record');
   }
+  const lod = parseLodMix(v.lod);
+  if (typeof lod === 'string') bad('--lod', lod, v.lod);
   const minAgents = integer('--min-agents', v['min-agents'], 1, MAX_AGENTS);
   const maxAgents = integer('--max-agents', v['max-agents'], minAgents, MAX_AGENTS);
   return {
@@ -203,6 +211,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     burst,
     burstAgents: integer('--burst-agents', v['burst-agents'], 1, MAX_AGENTS),
     burstRepeat: integer('--burst-repeat', v['burst-repeat'], 1, 100),
+    lod,
   };
 }
 

@@ -8,6 +8,7 @@ import type { Mode } from '../../src/client/index.js';
 import { referenceWorkMs } from './calibrate.js';
 import { GameServer } from './game.js';
 import type { IdStyle } from './ids.js';
+import { formatLodMix, tickFraction, type LodMix } from './lod.js';
 import { mergeHistograms, type LatencySummary } from './histogram.js';
 import { buckets, byLabel, delta, fractionAtMost, maxBound, quantile, fetchMetrics, sum, type Scrape } from './prom.js';
 import { Schedule, phaseOffsets } from './schedule.js';
@@ -40,6 +41,8 @@ export interface RunSpec {
   readonly watch?: number;
   /** Agent id style (bench/load/ids.ts); absent: dense. */
   readonly ids?: IdStyle;
+  /** Level of detail (`--lod`): tick intervals given at spawn; absent or null: every agent ticks every tick. */
+  readonly lod?: LodMix | null;
 }
 
 /** Percentiles in ms (`max` of a Prometheus histogram is the upper bound of its highest non-empty bucket). */
@@ -131,6 +134,8 @@ export interface RunResult {
   readonly stoppedEarly: string | null;
   /** Agents watched by inspector pages, and what the pages received (`--watch`). */
   readonly watched?: number;
+  /** Level of detail (`--lod`): the mix, and the agent-ticks per session tick as a fraction of the agents. */
+  lod?: { mix: string; tickFraction: number };
   readonly inspector?: { readonly messages: number; readonly bytes: number };
   /** Agent id style (`--ids`). */
   readonly ids?: IdStyle;
@@ -165,6 +170,7 @@ export async function runLoad(spec: RunSpec, target: Target, hooks: RunHooks = {
         seed: spec.seed + k,
         requestTimeoutMs: 10_000,
         ...(spec.ids !== undefined ? { ids: spec.ids, index: k } : {}),
+        ...(spec.lod !== undefined && spec.lod !== null ? { lod: spec.lod } : {}),
       }),
   );
   const metricsUrl = `${target.httpUrl}/metrics`;
@@ -271,6 +277,7 @@ export async function runLoad(spec: RunSpec, target: Target, hooks: RunHooks = {
     const result = summarize(spec, target, games, schedules, start, end, windowFrom, windowEnd, peakRss, stoppedEarly, reference);
     const diagnosis = target.diagnose();
     if (diagnosis !== undefined && !result.ok) result.failures.push(diagnosis);
+    if (spec.lod !== undefined && spec.lod !== null) result.lod = { mix: formatLodMix(spec.lod), tickFraction: tickFraction(spec.lod) };
     const tagged = spec.ids === undefined ? result : { ...result, ids: spec.ids };
     return pages === null ? tagged : { ...tagged, watched: spec.watch ?? 0, inspector: { messages: pages.messages, bytes: pages.bytes } };
   } finally {
