@@ -73,8 +73,6 @@ export class Agent implements ExprContext {
   readonly id: AgentId;
   readonly label: string;
   readonly tree: CompiledTree;
-  /** `agent` root of expressions. */
-  readonly agent: { readonly id: AgentId; readonly label: string };
   /** Last status of every node, indexed by node number (Status codes). */
   readonly status: Uint8Array;
   /** Numeric node state (cursors, counters, timers, seqs), laid out by the compiler. */
@@ -103,13 +101,20 @@ export class Agent implements ExprContext {
     this.id = id;
     this.label = options.label ?? '';
     this.tree = tree;
-    this.agent = Object.freeze({ id, label: this.label });
     // Views into shared chunks: one ArrayBuffer per AGENTS_PER_CHUNK agents instead of one per agent.
     this.status = takeStatus(tree.nodeCount);
     this.slots = takeSlots(tree.slotCount);
     this.bb = tree.newBlackboard();
     if (options.bb !== undefined) Object.assign(this.bb, structuredClone(options.bb));
     this.rngState = seedFor(id, options.seed);
+  }
+
+  /**
+   * `agent` root of expressions (`agent.id`, `agent.label`): the agent itself, read-only through this type, rather
+   * than an object of its own per agent (40 bytes each; the checker admits only those two fields).
+   */
+  get agent(): { readonly id: AgentId; readonly label: string } {
+    return this;
   }
 
   /** The generator's state (exportState's `rng`): packed checkpoints copy an agent's state field by field. */

@@ -52,7 +52,7 @@ if (!loaded.ok) {
       reply = { t: 'failed', req: msg.req, message: err instanceof Error ? err.message : String(err) };
     }
     if (reply === null) return;
-    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions) : []);
+    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions) : reply.t === 'checkpointed' ? ownBuffer(reply.bytes) : []);
   };
   const slices = new SpawnSlicer(run, () => board.end());
   const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {
@@ -82,4 +82,14 @@ if (!loaded.ok) {
   const hashes: Record<string, string> = {};
   for (const name of library.names()) hashes[name] = library.get(name)!.hash;
   port.postMessage({ t: 'ready', ok: true, trees: hashes } satisfies WorkerHello);
+}
+
+/**
+ * A checkpoint's bytes moved to the main thread rather than copied (hundreds of bytes per agent: at a million
+ * agents, a copy is hundreds of MB the worker holds until its next GC). Only a buffer the bytes fill alone: a
+ * small serialization may sit in Node's shared Buffer pool, which must not be detached.
+ */
+function ownBuffer(bytes: Uint8Array): ArrayBuffer[] {
+  const buffer = bytes.buffer;
+  return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength ? [buffer] : [];
 }
