@@ -91,6 +91,13 @@ const library = loaded.library;
 if (library.get(tree) === undefined) throw new Error(`no tree '${tree}'`);
 const fields = [...FIELDS];
 const parts: Record<string, { heap: number; external: number }> = {};
+/** Tick `n` of session 's' on a host, with the input buffered in `shard` (none: null). */
+function tickOrder(n: number, shard: SessionShard | null): ToHost {
+  return {
+    t: 'tick', req: n, session: 's', time: n * 0.05, dt: 0.05, clear: false, bb: null, objects: null, rows: null, results: null,
+    world: null, spare: null, tick: n, ...(shard === null ? {} : shard.take()),
+  };
+}
 /** Objects that must stay alive across a pair of readings (a local used for the last time may be collected). */
 const keep: unknown[] = [];
 
@@ -130,10 +137,6 @@ const keep: unknown[] = [];
   const rows = new RowWriter(fields);
   world.step(0.05);
   world.writeRows(rows);
-  const tickOrder = (n: number, shard: SessionShard | null): ToHost => ({
-    t: 'tick', req: n, session: 's', time: n * 0.05, dt: 0.05, clear: false, bb: null, objects: null, rows: null, results: null,
-    world: null, spare: null, tick: n, ...(shard === null ? {} : shard.take()),
-  });
   host.handle(tickOrder(1, null));
   const shard = new SessionShard(fields.length);
   const r2 = reading();
