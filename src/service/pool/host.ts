@@ -33,10 +33,10 @@ class HostSession {
   readonly watched = new Set<number>();
   /** Slots of agents to restart on their tree's new version when the session next ticks (a reload). */
   readonly restarts = new Set<number>();
-  /** Writes one positional row into an observation object (null: the session has no fields). */
-  readonly writeRow: RowWriter | null;
   /** Tick intervals (level of detail), from the first agent of the session given one other than 1; null: all tick every tick. */
   lod: LodTable | null = null;
+  /** Writes one positional row into an observation object (null: the session has no fields). */
+  readonly writeRow: RowWriter | null;
 
   constructor(fields: readonly string[] | null) {
     this.fields = fields;

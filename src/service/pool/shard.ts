@@ -14,8 +14,8 @@ export interface ShardInput {
   rows: RowBatch | null;
   results: ResultBatch | null;
   spare: SpareColumns | null;
-  /** Level of detail: new tick intervals `[slot, every]` (null: none). */
-  lod: Array<[number, number]> | null;
+  /** Level of detail: new tick intervals `[slot, every]` (absent: none). */
+  lod?: Array<[number, number]>;
 }
 
 const MIN_ROWS = 64;
@@ -74,7 +74,7 @@ export class SessionShard {
 
   /** True when something is buffered for the next tick. */
   get hasInput(): boolean {
-    return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.results !== null || this.lod !== null;
+    return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.results !== null;
   }
 
   /** Appends one positional row `[id, v1, v2, ...]` for the agent in `slot`; missing values read null. */
@@ -176,8 +176,12 @@ export class SessionShard {
 
   /** Takes the buffered input for a tick and releases quarantined slots: the tick order carries their despawn. */
   take(): ShardInput {
-    const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, results: this.results, spare: this.spareColumns, lod: this.lod };
-    this.lod = null;
+    const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, results: this.results, spare: this.spareColumns };
+    // Level of detail rides only when there is some: a session without it sends the tick order it always did.
+    if (this.lod !== null) {
+      input.lod = this.lod;
+      this.lod = null;
+    }
     this.spareColumns = null;
     this.clear = false;
     this.bb = null;

@@ -51,8 +51,12 @@ if (!loaded.ok) {
       if (!('req' in msg)) throw err;
       reply = { t: 'failed', req: msg.req, message: err instanceof Error ? err.message : String(err) };
     }
+    if (reply !== null && reply.t === 'checkpointed') {
+      port.postMessage(reply, ownBuffer(reply.bytes));
+      return;
+    }
     if (reply === null) return;
-    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions) : reply.t === 'checkpointed' ? ownBuffer(reply.bytes) : []);
+    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions) : []);
   };
   const slices = new SpawnSlicer(run, () => board.end());
   const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {
