@@ -177,11 +177,6 @@ export class SessionShard {
   /** Takes the buffered input for a tick and releases quarantined slots: the tick order carries their despawn. */
   take(): ShardInput {
     const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, results: this.results, spare: this.spareColumns };
-    // Level of detail rides only when there is some: a session without it sends the tick order it always did.
-    if (this.lod !== null) {
-      input.lod = this.lod;
-      this.lod = null;
-    }
     this.spareColumns = null;
     this.clear = false;
     this.bb = null;
@@ -189,6 +184,11 @@ export class SessionShard {
     this.rows = null;
     this.results = null;
     this.endTick();
+    // Level of detail rides only when there is some: a session without it sends the tick order it always did.
+    if (this.lod !== null) {
+      input.lod = this.lod;
+      this.lod = null;
+    }
     return input;
   }
 
