@@ -125,6 +125,29 @@ describe('level of detail in the pool', () => {
     await pool.close();
   });
 
+  it('a session that never used level of detail: the first change keeps dt exact (time since the last tick)', async () => {
+    const pool = await createAgentPool({ trees: fixture.trees, workers: 0 });
+    pool.createSession('s', { fields: null, maxAgents: 100 });
+    pool.spawn('s', [{ id: 'a', tree: 'probe' }, { id: 'b', tree: 'probe' }]);
+    const seen: Array<[number, number]> = [];
+    for (let t = 1; t <= 12; t++) {
+      if (t === 4) pool.lod('s', [['a', 4]]);
+      // Spawned after the change, every tick: its first tick reads the tick's own dt.
+      if (t === 6) pool.spawn('s', [{ id: 'c', tree: 'probe' }]);
+      const p = probes(await tick(pool, t));
+      const a = p.get('a');
+      if (a !== undefined) seen.push([t, a.dt]);
+      if (t === 6) seen.push([-6, p.get('c')!.dt]);
+    }
+    const first = 4 + lodPhase('a', 4);
+    expect(seen.filter(([t]) => t >= 4 || t === -6)).toEqual([
+      [first, first * DT - 3 * DT],
+      [-6, DT],
+      ...[first + 4, first + 8].filter((t) => t <= 12).map((t) => [t, t * DT - (t - 4) * DT]),
+    ].toSorted((x, y) => (x[0] === -6 ? 6.5 : x[0]!) - (y[0] === -6 ? 6.5 : y[0]!)));
+    await pool.close();
+  });
+
   it('refuses bad intervals and unknown agents with precise codes; the good entries apply', async () => {
     const pool = await createAgentPool({ trees: fixture.trees, workers: 0 });
     pool.createSession('s', { fields: null, maxAgents: 100 });

@@ -35,6 +35,8 @@ class HostSession {
   readonly restarts = new Set<number>();
   /** Tick intervals (level of detail), from the first agent of the session given one other than 1; null: all tick every tick. */
   lod: LodTable | null = null;
+  /** Tree time of this host's last tick of the session (NaN: none yet): agents ticked then get the next tick's own dt. */
+  previous = Number.NaN;
   /** Writes one positional row into an observation object (null: the session has no fields). */
   readonly writeRow: RowWriter | null;
 
@@ -156,7 +158,7 @@ export class AgentHost {
     const agents = s === undefined ? [] : s.agents;
     let count = 0;
     for (const a of agents) if (a !== null) count++;
-    const bytes = packAgents(agents, s?.fields ?? null, s?.world ?? null, s?.lod ?? null);
+    const bytes = packAgents(agents, s?.fields ?? null, s?.world ?? null, s?.lod ?? null, s?.previous ?? Number.NaN);
     return { t: 'checkpointed', req, agents: count, bytes, ms: performance.now() - started };
   }
 
@@ -164,9 +166,10 @@ export class AgentHost {
   private restore(session: string, fields: readonly string[] | null, bytes: Uint8Array): void {
     const s = new HostSession(fields);
     this.sessions.set(session, s);
-    const { agents, world, lod } = unpackAgents(bytes, fields, this.trees);
+    const { agents, world, lod, previous } = unpackAgents(bytes, fields, this.trees);
     s.world = world;
     s.lod = lod;
+    s.previous = previous;
     for (const [slot, agent] of agents) {
       agent.world = world;
       while (s.agents.length <= slot) {
@@ -196,7 +199,7 @@ export class AgentHost {
       }
       s.agents[slot] = agent;
       s.observations[slot] = null;
-      if (every !== undefined && every !== 1) (s.lod ??= new LodTable()).spawned(slot, id, every);
+      if (every !== undefined && every !== 1) lodOf(s).spawned(slot, id, every);
       else s.lod?.spawned(slot, id, 1);
       this.progress?.step(); // spawning 50,000 agents takes a while: the watchdog sees it move
     }
@@ -233,7 +236,7 @@ export class AgentHost {
       const agents = s.agents;
       if (s.restarts.size > 0) this.restart(s, out);
       if (order.lod !== undefined && order.lod !== null) {
-        const lod = (s.lod ??= new LodTable());
+        const lod = lodOf(s);
         for (const [slot, every] of order.lod) {
           const a = agents[slot];
           if (a !== null && a !== undefined) lod.change(slot, a.id, every);
@@ -289,6 +292,7 @@ export class AgentHost {
       }
       progress?.ticked();
       if (stops !== null) stops.clear();
+      s.previous = order.time;
     }
     return {
       t: 'ticked',
@@ -313,7 +317,7 @@ export class AgentHost {
     const every = lod.every;
     const wait = lod.wait;
     const last = lod.last;
-    const previous = lod.previous;
+    const previous = s.previous;
     const progress = this.progress;
     const stops = s.stops.size > 0 ? s.stops : null;
     for (let i = 0; i < agents.length; i++) {
@@ -339,7 +343,6 @@ export class AgentHost {
       // NaN (never ticked) or the previous tick: the tick's own dt, exactly as without level of detail.
       a.tick(time, before !== before || before === previous ? order.dt : time - before, out);
     }
-    lod.previous = time;
   }
 
   /** Restarts the agents a reload marked, before this tick's input applies: their halts' cancels go into `out`. */
@@ -353,6 +356,23 @@ export class AgentHost {
     }
     s.restarts.clear();
   }
+}
+
+/**
+ * The session's level-of-detail table, created on first use: the agents already there have ticked every tick
+ * (the last one at `previous`, unless spawned since), so each keeps an exact `dt` whatever its next interval.
+ */
+function lodOf(s: HostSession): LodTable {
+  if (s.lod !== null) return s.lod;
+  const lod = new LodTable();
+  const agents = s.agents;
+  for (let i = 0; i < agents.length; i++) {
+    const a = agents[i];
+    // An agent spawned since the last tick has not ticked: its time is not that tick's (or, at time 0, it reads the same dt).
+    if (a !== null && a !== undefined) lod.adopt(i, a.time === s.previous ? s.previous : Number.NaN);
+  }
+  s.lod = lod;
+  return lod;
 }
 
 /** The frame each watched agent recorded on tick `tick` (a stopped agent records none). */

@@ -49,8 +49,6 @@ export class LodTable {
   every = new Int32Array(0);
   wait = new Int32Array(0);
   last = new Float64Array(0);
-  /** Tree time of this host's previous tick of the session (NaN: none): an agent ticked then gets the tick's own dt. */
-  previous = Number.NaN;
 
   /** Room for `slot`; new slots tick every session tick. */
   private ensure(slot: number): void {
@@ -66,6 +64,17 @@ export class LodTable {
     this.every = every;
     this.wait = wait;
     this.last = last;
+  }
+
+  /**
+   * An agent that was there before the table (it ticked every tick so far): interval 1, and `last`, the tree
+   * time of its last tick (NaN: none yet).
+   */
+  adopt(slot: number, last: number): void {
+    this.ensure(slot);
+    this.every[slot] = 1;
+    this.wait[slot] = 0;
+    this.last[slot] = last;
   }
 
   /** A new agent in `slot` (spawn): its interval and phase; it has not ticked yet. */
@@ -96,7 +105,7 @@ export class LodTable {
     return slot < this.every.length ? this.every[slot]! : 1;
   }
 
-  /** Checkpoint form: the three values of each listed slot, in that order, and `previous`. */
+  /** Checkpoint form: the three values of each listed slot, in that order. */
   pack(slots: readonly number[]): PackedLod {
     const every = new Int32Array(slots.length);
     const wait = new Int32Array(slots.length);
@@ -108,7 +117,7 @@ export class LodTable {
       wait[k] = inside ? this.wait[slot]! : 0;
       last[k] = inside ? this.last[slot]! : Number.NaN;
     }
-    return { every, wait, last, previous: this.previous };
+    return { every, wait, last };
   }
 
   /** Rebuilds a table from `pack` for the same slots. */
@@ -121,7 +130,6 @@ export class LodTable {
       t.wait[slot] = p.wait[k]!;
       t.last[slot] = p.last[k]!;
     }
-    t.previous = p.previous;
     return t;
   }
 }
@@ -131,5 +139,4 @@ export interface PackedLod {
   every: Int32Array;
   wait: Int32Array;
   last: Float64Array;
-  previous: number;
 }
