@@ -12,7 +12,8 @@
 //
 //   npm run build && node --expose-gc dist/bench/million.js [--agents 1000000] [--sessions 8] [--hz 1]
 //       [--seconds 20] [--warmup 10] [--workers 2] [--tree guard] [--lod off|on|MIX] [--probe 100000]
-//       [--skip-service] [--json FILE]
+//       [--skip-service] [--node-args="FLAGS"] [--catch-up SECONDS] [--rows tenth|none] [--json FILE]
+//   --rows none: after the first rows, snapshots carry none (observations stay): no garbage from rows, for comparison
 
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,7 +29,7 @@ import type { Agent } from '../src/bt/index.js';
 import { FIELDS, GameWorld } from './load/world.js';
 import { everyOf, formatLodMix, parseLodMix } from './load/lod.js';
 import { buckets, delta, fetchMetrics, quantile, sum, type Scrape } from './load/prom.js';
-import { repoRoot, startService } from './load/service.js';
+import { repoRoot, startService, type ThreadCpu } from './load/service.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { loadavg } from 'node:os';
 
@@ -44,6 +45,9 @@ const { values } = parseArgs({
     lod: { type: 'string', default: 'off' },
     probe: { type: 'string', default: '100000' },
     'skip-service': { type: 'boolean', default: false },
+    'node-args': { type: 'string' },
+    'catch-up': { type: 'string', default: '300' },
+    rows: { type: 'string', default: 'tenth' },
     json: { type: 'string' },
   },
 });
@@ -60,6 +64,7 @@ if (![agents, sessions, hz, workers, probeN].every((n) => Number.isFinite(n) && 
 }
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
+if (values.rows !== 'tenth' && values.rows !== 'none') throw new Error('--rows: expected tenth or none');
 
 console.log('Canopy: a million agents — memory per agent and ticks');
 console.log(formatMachine(machineInfo()));
@@ -165,7 +170,8 @@ console.log(`attributed: ${attributed.toFixed(0)} B per agent (heap and buffers,
 // so the service keeps decoding and routing rows. Ticks are judged from the service's own metrics.
 let service: Record<string, unknown> | null = null;
 if (!values['skip-service']) {
-  const target = await startService({ workers, env: { CANOPY_MAX_FRAME_BYTES: String(256 * 1024 * 1024) } });
+  const nodeArgs = values['node-args'] === undefined ? [] : values['node-args'].split(/\s+/).filter((a) => a !== '');
+  const target = await startService({ workers, nodeArgs, env: { CANOPY_MAX_FRAME_BYTES: String(256 * 1024 * 1024) } });
   const metricsUrl = `${target.httpUrl}/metrics`;
   const clients: CanopyClient[] = [];
   let peak = 0;
@@ -208,7 +214,7 @@ if (!values['skip-service']) {
     // `spawned` answers once the main thread has routed the agents; the workers create them after. Wait until
     // the sessions tick at their rate (the workers are through their backlog), at most 5 minutes.
     let caughtUp = Number.NaN;
-    for (let last = await fetchMetrics(metricsUrl, {}, 30_000); performance.now() - spawnStarted < 300_000; ) {
+    for (let last = await fetchMetrics(metricsUrl, {}, 30_000); performance.now() - spawnStarted < Number(values['catch-up']) * 1000; ) {
       await sleep(Math.max(2000, 2000 / hz));
       const now = await fetchMetrics(metricsUrl, {}, 30_000);
       const rate = sum(delta(last, now), 'canopy_ticks_total') / ((now.at - last.at) / 1000);
@@ -225,10 +231,18 @@ if (!values['skip-service']) {
     const warmup = Number(values.warmup);
     const all = rowsOf.map((r) => r.rows());
     let before: Scrape | null = null;
+    let threads0: ThreadCpu | undefined;
     for (let t = 1; t <= warmup + seconds; t++) {
-      if (t === warmup + 1) before = await fetchMetrics(metricsUrl, {}, 30_000);
+      if (t === warmup + 1) {
+        before = await fetchMetrics(metricsUrl, {}, 30_000);
+        threads0 = (await target.sample()).threads;
+      }
       const second = performance.now();
       clients.forEach((c, k) => {
+        if (values.rows === 'none') {
+          c.snapshot({ tick: t });
+          return;
+        }
         const list = all[k]!;
         const tenth: Array<readonly unknown[]> = [];
         for (let i = t % 10; i < list.length; i += 10) tenth.push(list[i]!);
@@ -238,6 +252,16 @@ if (!values['skip-service']) {
       await sleep(Math.max(0, 1000 - (performance.now() - second)));
     }
     const after = await fetchMetrics(metricsUrl, {}, 30_000);
+    const threads1 = (await target.sample()).threads;
+    // Where the service's CPU went in the window: main thread, tick workers, the rest (V8's GC and compiler threads).
+    const split =
+      threads0 !== undefined && threads1 !== undefined
+        ? {
+            main: threads1.main - threads0.main,
+            workers: [...threads1.workers].reduce((n, [tid, cpu]) => n + cpu - (threads0!.workers.get(tid) ?? 0), 0),
+            other: threads1.other - threads0.other,
+          }
+        : null;
     const end = await sampleRss();
     const d = delta(before!, after);
     const missed = sum(d, 'canopy_missed_ticks_total');
@@ -257,7 +281,7 @@ if (!values['skip-service']) {
       workers, sessions, agents, hz, lod: formatLodMix(lod), spawnSeconds, tickingAfterSeconds: caughtUp,
       idleRssMB: idle / 2 ** 20, spawnedRssMB: spawned / 2 ** 20, endRssMB: end / 2 ** 20, peakRssMB: peak / 2 ** 20,
       rssPerAgentBytes: perAgentRss, ticks, expectedTicks, missedTicks: missed, tickLatenessP99Ms: lateness,
-      tickDurationMeanMs: durationMean, tickDurationP99Ms: duration, serviceCpuCores: cpu, coresNeededAtRate: coresAtRate, held, loadAverage: loadavg()[0],
+      tickDurationMeanMs: durationMean, tickDurationP99Ms: duration, serviceCpuCores: cpu, coresNeededAtRate: coresAtRate, cpuSecondsByThread: split, held, loadAverage: loadavg()[0],
     };
     console.log(`RSS ${mb(end)} at the end of the window (peak ${mb(peak)}): ${perAgentRss.toFixed(0)} B per agent over the idle service`);
     console.log(
@@ -265,6 +289,9 @@ if (!values['skip-service']) {
         `session tick mean ${durationMean.toFixed(0)} ms / p99 ≤ ${duration.toFixed(0)} ms, service CPU ${cpu.toFixed(2)} cores; ` +
         `CPU per session tick ${((cpuSeconds / Math.max(1, ticks)) * 1000).toFixed(0)} ms: every tick at ${hz} Hz needs ${coresAtRate.toFixed(2)} cores`,
     );
+    if (split !== null) {
+      console.log(`service CPU in the window: main thread ${split.main.toFixed(1)} s, tick workers ${split.workers.toFixed(1)} s, GC and compiler threads ${split.other.toFixed(1)} s`);
+    }
     console.log(`verdict: ${held ? 'ticks hold' : 'ticks do NOT hold'}; load average ${loadavg()[0]!.toFixed(2)}`);
   } finally {
     for (const c of clients) c.close();
