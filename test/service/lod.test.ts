@@ -200,13 +200,20 @@ describe('level of detail in the pool', () => {
 });
 
 /** A scripted session with level of detail: spawns with intervals, lod changes, results, despawns, a late spawn. */
-async function script(pool: AgentPool, crashAt: Record<number, number> = {}): Promise<Decisions[]> {
+async function script(first: AgentPool, crashAt: Record<number, number> = {}, moveAt?: { tick: number; to: () => Promise<AgentPool> }): Promise<Decisions[]> {
+  let pool = first;
   pool.createSession('s', { fields: ['x'], maxAgents: 1000 });
   const every = (i: number): number => (i % 10 === 0 ? 1 : i % 10 < 4 ? 4 : 20);
   pool.spawn('s', Array.from({ length: 60 }, (_, i) => ({ id: i, tree: 'mixed', seed: i * 7, every: every(i) })));
   const out: Decisions[] = [];
   let results: Array<[AgentId, number, 'success' | 'failure']> = [];
   for (let t = 1; t <= 40; t++) {
+    if (moveAt !== undefined && t === moveAt.tick) {
+      // Durable sessions: the session exported here, imported by another pool, which goes on.
+      const exported = await pool.exportSession('s');
+      pool = await moveAt.to();
+      pool.importSession('s', { fields: ['x'], maxAgents: 1000 }, exported);
+    }
     if (t === 5) pool.lod('s', [[1, 1], [2, 20], [11, 2]]);
     if (t === 9) pool.despawn('s', [4, 5]);
     if (t === 11) pool.spawn('s', [{ id: 70, tree: 'mixed', seed: 1, every: 3 }]);
@@ -231,7 +238,7 @@ function canonical(ds: Decisions[]): unknown[] {
 
 describe('level of detail: determinism, workers, crash recovery', () => {
   // Four worker restarts (each loads the trees again): allow for a busy machine.
-  it('gives the same decisions inline, on 2 workers, and after worker crashes (interval and phase restored)', { timeout: 60_000 }, async () => {
+  it('gives the same decisions inline, on 2 workers, after worker crashes and after an export and import (interval and phase carried)', { timeout: 60_000 }, async () => {
     const inline = await createAgentPool({ trees: fixture.trees, workers: 0 });
     const reference = await script(inline);
     await inline.close();
@@ -240,6 +247,20 @@ describe('level of detail: determinism, workers, crash recovery', () => {
     const again = await createAgentPool({ trees: fixture.trees, workers: 0 });
     expect(await script(again)).toEqual(reference);
     await again.close();
+    // Exported after tick 12 (intervals, countdowns and last tick times included), imported by a pool on 2 workers.
+    let target: AgentPool | null = null;
+    const from = await createAgentPool({ trees: fixture.trees, workers: 0 });
+    const moved = await script(from, {}, {
+      tick: 13,
+      to: async () => {
+        target = await createAgentPool({ trees: fixture.trees, workers: 2 });
+        await target.ready();
+        return target;
+      },
+    });
+    await from.close();
+    await (target as AgentPool | null)?.close();
+    expect(canonical(moved)).toEqual(canonical(reference));
     // checkpointMs 200: a checkpoint every 4 ticks; crashes before the first, right after one, between two.
     const pool = await createAgentPool({ trees: fixture.trees, workers: 2, checkpointMs: 200 });
     try {

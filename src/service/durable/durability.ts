@@ -5,7 +5,7 @@
 
 import { deserialize } from 'node:v8';
 import type { Logger } from 'pino';
-import { parseClientFrame, type ActionResult, type AgentId, type BlackboardEntry, type SnapshotMessage, type SpawnAgent } from '../../protocol/index.js';
+import { parseClientFrame, type ActionResult, type AgentId, type BlackboardEntry, type LodEntry, type SnapshotMessage, type SpawnAgent } from '../../protocol/index.js';
 import { DurableStore } from '../../durable/store.js';
 import { endsWithTick, Kind, payloadValue, readEntry, type LogRecord } from '../../durable/log.js';
 import type { Metrics } from '../metrics.js';
@@ -306,6 +306,9 @@ async function applyRecord(s: Session, r: LogRecord): Promise<void> {
       return;
     case Kind.RESULTS:
       s.results(payloadValue<ActionResult[]>(r));
+      return;
+    case Kind.LOD:
+      s.setLod(payloadValue<LodEntry[]>(r));
       return;
     case Kind.SNAPSHOT_FRAME:
     case Kind.SNAPSHOT: {

@@ -3,7 +3,7 @@
 // export of every agent, plus the session's clocks) every checkpointMs of session time, which trims the log.
 
 import { serialize } from 'node:v8';
-import { encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type SnapshotMessage } from '../../protocol/index.js';
+import { encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type LodEntry, type SnapshotMessage } from '../../protocol/index.js';
 import { EntryBuilder, Kind } from '../../durable/log.js';
 import type { DurableStore, WriteOutcome } from '../../durable/store.js';
 import type { AgentPool, SessionExport, SpawnEntry } from '../pool/index.js';
@@ -105,6 +105,10 @@ export class SessionJournal implements DurableTap {
 
   results(results: readonly ActionResult[]): void {
     if (!this.stopped) this.entry.value(Kind.RESULTS, results);
+  }
+
+  lod(entries: readonly LodEntry[]): void {
+    if (!this.stopped) this.entry.value(Kind.LOD, entries);
   }
 
   snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void {

@@ -77,6 +77,19 @@ export class LodTable {
     this.last[slot] = last;
   }
 
+  /** An agent moved here with its state (a session restored elsewhere: durable sessions). */
+  moved(slot: number, every: number, wait: number, last: number): void {
+    this.ensure(slot);
+    this.every[slot] = every;
+    this.wait[slot] = wait;
+    this.last[slot] = last;
+  }
+
+  /** The state of the agent in `slot`: [every, wait, last] (1, 0, NaN when never set). */
+  stateOf(slot: number): [number, number, number] {
+    return slot < this.every.length ? [this.every[slot]!, this.wait[slot]!, this.last[slot]!] : [1, 0, Number.NaN];
+  }
+
   /** A new agent in `slot` (spawn): its interval and phase; it has not ticked yet. */
   spawned(slot: number, id: AgentId, every: number): void {
     this.ensure(slot);

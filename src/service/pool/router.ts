@@ -12,7 +12,7 @@ import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isAgentId, isPackedRows, type PackedRows } from '../../protocol/index.js';
-import { badEvery } from './lod.js';
+import { LodTable, badEvery } from './lod.js';
 
 /** Where one agent lives. */
 interface Route {
@@ -248,20 +248,25 @@ export abstract class PoolRouter implements AgentPool {
   importSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number }, exported: SessionExport): void {
     if (exported.v !== 1) throw new PoolUsageError('E_INTERNAL', `unsupported session export version ${String(exported.v)}`);
     // Unpacked here (the main thread has the same compiled trees as the hosts) and packed again per new host.
-    const restored: Array<{ agent: Agent; ordinal: number; reload: ReloadPolicy | null }> = [];
+    const restored: Array<{ agent: Agent; ordinal: number; reload: ReloadPolicy | null; lod: [number, number, number] | null }> = [];
+    // Level of detail moves with each agent; every host ticked the session's same ticks, so one `previous`.
+    let previous = Number.NaN;
     for (const part of exported.parts) {
       const meta = new Map(part.meta.map((m) => [m[0], m]));
-      for (const [slot, agent] of unpackAgents(part.bytes, opts.fields, this.trees).agents) {
+      const unpacked = unpackAgents(part.bytes, opts.fields, this.trees);
+      if (!Number.isNaN(unpacked.previous)) previous = unpacked.previous;
+      for (const [slot, agent] of unpacked.agents) {
         const m = meta.get(slot);
         if (m === undefined) throw new PoolUsageError('E_INTERNAL', `session export: no routing entry for slot ${slot}`);
-        restored.push({ agent, ordinal: m[1], reload: m[2] });
+        restored.push({ agent, ordinal: m[1], reload: m[2], lod: unpacked.lod === null ? null : unpacked.lod.stateOf(slot) });
       }
     }
     restored.sort((a, b) => a.ordinal - b.ordinal);
     this.createSession(session, opts);
     const s = this.session(session);
     const perHost: Array<Array<Agent | null>> = Array.from({ length: this.hostCount }, () => []);
-    for (const { agent, ordinal, reload } of restored) {
+    const lodPerHost: Array<Array<[number, Agent, [number, number, number] | null]> | null> = Array.from({ length: this.hostCount }, () => null);
+    for (const { agent, ordinal, reload, lod } of restored) {
       const host = this.leastLoaded();
       if (host < 0) throw new PoolUsageError('E_INTERNAL', 'no worker is available to host the restored agents');
       const slot = s.shards[host]!.allocate(agent.id, ordinal);
@@ -270,12 +275,13 @@ export abstract class PoolRouter implements AgentPool {
       const list = perHost[host]!;
       while (list.length < slot) list.push(null);
       list[slot] = agent;
+      (lodPerHost[host] ??= []).push([slot, agent, lod]);
     }
     s.nextOrdinal = exported.nextOrdinal;
     s.world = exported.world;
     for (let h = 0; h < this.hostCount; h++) {
       if (perHost[h]!.length === 0) continue;
-      const bytes = packAgents(perHost[h]!, s.fields, exported.world);
+      const bytes = packAgents(perHost[h]!, s.fields, exported.world, movedLod(lodPerHost[h] ?? [], previous), previous);
       this.post(h, { t: 'restore', session, fields: s.fields, bytes, count: s.shards[h]!.count }, []);
       s.shards[h]!.worldSent = s.worldVersion;
     }
@@ -702,4 +708,18 @@ function undeclaredKey(tree: CompiledTree, values: Readonly<Record<string, unkno
 
 function unknownAgent(id: AgentId): EntryError {
   return { id: isAgentId(id) ? id : null, code: 'E_UNKNOWN_AGENT', message: Msg.unknownAgent(id) };
+}
+
+/**
+ * The level-of-detail table of a host's restored agents ([slot, agent, state]), or null when none of them had
+ * one: agents without (they ticked every tick) adopt their last tick time, as when a table is created.
+ */
+function movedLod(agents: ReadonlyArray<readonly [number, Agent, [number, number, number] | null]>, previous: number): LodTable | null {
+  if (!agents.some((x) => x[2] !== null)) return null;
+  const table = new LodTable();
+  for (const [slot, agent, state] of agents) {
+    if (state === null) table.adopt(slot, agent.time === previous ? previous : Number.NaN);
+    else table.moved(slot, state[0], state[1], state[2]);
+  }
+  return table;
 }

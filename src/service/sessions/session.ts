@@ -81,6 +81,8 @@ export interface DurableTap {
   despawn(ids: readonly AgentId[]): void;
   bb(set: readonly BlackboardEntry[]): void;
   results(results: readonly ActionResult[]): void;
+  /** Level of detail: new tick intervals (a `lod` message), in force from the next tick. */
+  lod(entries: readonly LodEntry[]): void;
   snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void;
   tick(tick: number, time: number, dt: number, basedOn: number | undefined): void;
   /** The tick order of `tick` just went to the pool (its replies not yet in). */
@@ -361,7 +363,10 @@ export class Session {
   /** Level of detail: new tick intervals `[id, every]`, in force from the next tick. */
   setLod(entries: readonly LodEntry[]): EntryError[] {
     if (entries.length === 0) return [];
-    this.recorder?.lod(entries);
+    if (!this.replaying) {
+      this.recorder?.lod(entries);
+      this.durable?.lod(entries);
+    }
     return entryErrors(this.host.pool.lod(this.id, entries));
   }
 
