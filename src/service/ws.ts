@@ -9,6 +9,7 @@ import {
   Msg,
   encodeDecisions,
   encodeDespawned,
+  encodeEntryError,
   encodeError,
   encodeGoodbye,
   encodePong,
@@ -509,8 +510,15 @@ class Connection implements LiveConnection, SessionOutput {
 
   /** One `error` per refused entry (bb, result, snapshot), then a count of those left out. */
   private entryErrors(errors: readonly EntryError[], omitted: number, re: number | undefined): void {
-    for (const e of errors) this.refuse(e.code, e.message, re);
-    if (omitted > 0) this.refuse(ErrorCode.E_BAD_FIELD, `${omitted} more entries were refused`, re);
+    // Marked `entry: true` (with `agent` when readable): the rest of the message was applied (protocol.md).
+    for (const e of errors) {
+      this.ctx.metrics.errors.inc({ code: e.code });
+      this.outbox.send(encodeEntryError(e, re));
+    }
+    if (omitted > 0) {
+      this.ctx.metrics.errors.inc({ code: ErrorCode.E_BAD_FIELD });
+      this.outbox.send(encodeEntryError({ code: ErrorCode.E_BAD_FIELD, message: `${omitted} more entries were refused` }, re));
+    }
   }
 
   /**

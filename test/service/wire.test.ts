@@ -201,6 +201,10 @@ describe('agents', () => {
     const e2 = await client.next('error');
     expect([e1.code, e2.code].toSorted()).toEqual(['E_UNKNOWN_AGENT', 'E_UNKNOWN_KEY']);
     expect(e1.re).toBe(5);
+    // The rest of the message was applied: each refusal is marked as one entry's, with its agent (protocol.md).
+    const byCode = Object.fromEntries([e1, e2].map((e) => [e.code, e]));
+    expect(byCode['E_UNKNOWN_KEY']).toMatchObject({ entry: true, agent: 1, re: 5 });
+    expect(byCode['E_UNKNOWN_AGENT']).toMatchObject({ entry: true, agent: 77, re: 5 });
     expect(await client.step({ tick: 1, time: 0 })).toMatchObject({ actions: [[1, 1, 'say', { word: 'hello', x: null }]] });
     await client.close();
   });
