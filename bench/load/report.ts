@@ -47,6 +47,8 @@ export function resultsTable(results: readonly RunResult[]): string {
       if (t.workerCores.length === 0) return `${t.mainCores.toFixed(2)} / (workers + GC + JIT) ${t.otherCores.toFixed(2)}`;
       return `${t.mainCores.toFixed(2)} / ${t.workerCores.map((c) => c.toFixed(2)).join(' + ')} / ${t.otherCores.toFixed(2)}`;
     }),
+    row('service CPU per agent-tick µs', (r) => r.server.cpuUsPerAgentTick.toFixed(3)),
+    row('main thread share / Amdahl bound on 16 cores', (r) => (r.server.mainShare === null ? '-' : `${(100 * r.server.mainShare).toFixed(1)} % / ${r.server.amdahl16!.toFixed(1)}×`)),
     row('generator CPU (cores) / share', (r) => `${r.generator.cpuCores.toFixed(2)} / ${(100 * r.generator.cpuShare).toFixed(0)} %`),
     row('machine speed: reference work ms', (r) => r.referenceWorkMs.toFixed(0)),
     row('other programs CPU (cores)', (r) => (r.otherCpuCores === null ? '-' : r.otherCpuCores.toFixed(2))),

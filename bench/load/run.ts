@@ -99,6 +99,14 @@ export interface RunResult {
     readonly peakRssMB: number;
     /** CPU by thread (cores), when the service runs on this machine: main thread, each worker, the rest (GC, JIT). */
     readonly threads: { readonly mainCores: number; readonly workerCores: number[]; readonly otherCores: number } | null;
+    /** Service CPU per agent-tick achieved, µs (every thread: cpuCores / achieved agent-ticks per second). */
+    readonly cpuUsPerAgentTick: number;
+    /**
+     * The main thread's share of the service's CPU (null without thread figures), and the speed-up Amdahl's law
+     * allows it on 16 cores: 1 / (s + (1 − s) / 16). The main thread is the service's serial part.
+     */
+    readonly mainShare: number | null;
+    readonly amdahl16: number | null;
   };
   /** CPU (cores) other programs used during the window (machine busy − service − generator); null off Linux. */
   readonly otherCpuCores: number | null;
@@ -403,7 +411,7 @@ function summarize(
       cpuCores: round(serverCpu, 3),
       rssMB: round((end?.proc.rssBytes ?? 0) / 2 ** 20, 1),
       peakRssMB: round(peakRss / 2 ** 20, 1),
-      threads: start !== undefined && end !== undefined ? threadCores(start.proc, end.proc) : null,
+      ...serialPart(serverCpu, achievedAgentTicks, start !== undefined && end !== undefined ? threadCores(start.proc, end.proc) : null),
     },
     otherCpuCores: target.pid === undefined ? null : otherCpu,
     generator: {
@@ -431,6 +439,21 @@ function summarize(
     ok: failures.length === 0,
     failures,
     stoppedEarly,
+  };
+}
+
+/** The service's threads, its CPU per agent-tick, and its main thread's share with the Amdahl bound on 16 cores. */
+function serialPart(
+  cores: number,
+  agentTicksPerSec: number,
+  threads: { mainCores: number; workerCores: number[]; otherCores: number } | null,
+): Pick<RunResult['server'], 'threads' | 'cpuUsPerAgentTick' | 'mainShare' | 'amdahl16'> {
+  const share = threads === null || cores <= 0 ? null : Math.min(1, threads.mainCores / cores);
+  return {
+    threads,
+    cpuUsPerAgentTick: round(agentTicksPerSec > 0 ? (cores * 1e6) / agentTicksPerSec : 0, 4),
+    mainShare: share === null ? null : round(share, 4),
+    amdahl16: share === null ? null : round(1 / (share + (1 - share) / 16), 2),
   };
 }
 

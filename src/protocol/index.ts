@@ -34,7 +34,7 @@ export {
 export { LIMITS, PROTOCOL_VERSION } from './limits.js';
 export { parseServerMessage } from './server-messages.js';
 export { HeldDecisions } from './merge.js';
-export { MAX_VECTOR, Tag, isPackedRows, readSnapshotRows, rowValue, unpackRows, type FastSnapshot, type PackedRows } from './rows.js';
+export { FrameCursor, MAX_VECTOR, Tag, isPackedRows, readSnapshotRows, rowValue, unpackRows, type ColumnRows, type FastSnapshot, type FrameRows, type PackedRows } from './rows.js';
 export {
   agentIdFromKey,
   type ActionDecision,

@@ -30,7 +30,7 @@ export const MAX_VECTOR = 15;
  * Positional rows in columns: row i is agent `ids[i]`; its value k is `tags[i * width + k]` with
  * `values[i * width + k]` (a number, a `vectors` offset, an `other` index).
  */
-export interface PackedRows {
+export interface ColumnRows {
   readonly kind: 'packed';
   readonly count: number;
   /** Values per row: the session's field count. */
@@ -42,13 +42,44 @@ export interface PackedRows {
   readonly other: readonly unknown[];
 }
 
+/**
+ * Positional rows left in the frame they came in (checked, not decoded): row i is agent `ids[i]`, its
+ * `width` values start at byte `offsets[i]` of `bytes`. The agent pool hands the bytes to the thread that
+ * owns the agents, which reads the values straight into the agents' observations ({@link FrameCursor}):
+ * the main thread decodes no value.
+ */
+export interface FrameRows {
+  readonly kind: 'frame';
+  readonly count: number;
+  readonly width: number;
+  readonly ids: readonly AgentId[];
+  readonly offsets: Int32Array;
+  readonly bytes: Uint8Array;
+}
+
+/** Rows the fast path read: decoded into columns, or checked and left in their frame. */
+export type PackedRows = ColumnRows | FrameRows;
+
 export function isPackedRows(value: unknown): value is PackedRows {
-  return typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'packed';
+  if (typeof value !== 'object' || value === null) return false;
+  const kind = (value as { kind?: unknown }).kind;
+  return kind === 'packed' || kind === 'frame';
 }
 
 /** The rows as `[id, ...values]` arrays, as the ordinary path decodes them. */
 export function unpackRows(rows: PackedRows): unknown[][] {
   const out: unknown[][] = [];
+  if (rows.kind === 'frame') {
+    const cursor = new FrameCursor();
+    cursor.frame(rows.bytes);
+    for (let i = 0; i < rows.count; i++) {
+      cursor.pos = rows.offsets[i]!;
+      const row: unknown[] = [rows.ids[i]];
+      for (let k = 0; k < rows.width; k++) row.push(cursor.next());
+      out.push(row);
+    }
+    return out;
+  }
   for (let i = 0; i < rows.count; i++) {
     const row: unknown[] = [rows.ids[i]];
     for (let k = 0; k < rows.width; k++) row.push(rowValue(rows, i * rows.width + k));
@@ -57,8 +88,8 @@ export function unpackRows(rows: PackedRows): unknown[][] {
   return out;
 }
 
-/** Value `at` (= row * width + field) of packed rows. */
-export function rowValue(rows: PackedRows, at: number): unknown {
+/** Value `at` (= row * width + field) of rows in columns. */
+export function rowValue(rows: ColumnRows, at: number): unknown {
   switch (rows.tags[at]) {
     case Tag.NUMBER:
       return rows.values[at];
@@ -77,7 +108,7 @@ export function rowValue(rows: PackedRows, at: number): unknown {
   }
 }
 
-/** A snapshot frame read by the fast path: its other fields decoded (still to validate), its rows packed. */
+/** A snapshot frame read by the fast path: its other fields decoded (still to validate), its rows packed (or checked, `inFrame`). */
 export interface FastSnapshot {
   readonly fields: Record<string, unknown>;
   readonly rows: PackedRows;
@@ -97,13 +128,13 @@ let end = 0;
  * integers or ASCII strings, values nil, booleans, numbers, short ASCII strings or arrays of at most
  * MAX_VECTOR numbers. Returns undefined for anything else (the caller decodes the ordinary way).
  */
-export function readSnapshotRows(bytes: Uint8Array, width: number): FastSnapshot | undefined {
+export function readSnapshotRows(bytes: Uint8Array, width: number, inFrame = false): FastSnapshot | undefined {
   src = bytes;
   view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   pos = 0;
   end = bytes.length;
   try {
-    return readFrame(width);
+    return readFrame(width, inFrame);
   } catch {
     // A small field the ordinary decoder refused: it will say why.
     return undefined;
@@ -116,7 +147,7 @@ export function readSnapshotRows(bytes: Uint8Array, width: number): FastSnapshot
 const EMPTY = new Uint8Array(0);
 const EMPTY_VIEW = new DataView(EMPTY.buffer);
 
-function readFrame(width: number): FastSnapshot | undefined {
+function readFrame(width: number, inFrame: boolean): FastSnapshot | undefined {
   if (end === 0) return undefined;
   const b = src[pos++]!;
   let entries: number;
@@ -132,7 +163,7 @@ function readFrame(width: number): FastSnapshot | undefined {
     if (key === undefined || key === '__proto__') return undefined;
     if (key === 'agents') {
       if (rows !== undefined) return undefined;
-      rows = readRows(width);
+      rows = inFrame ? scanRows(width) : readRows(width);
       if (rows === undefined) return undefined;
       continue;
     }
@@ -148,7 +179,7 @@ function readFrame(width: number): FastSnapshot | undefined {
   return { fields, rows };
 }
 
-function readRows(width: number): PackedRows | undefined {
+function readRows(width: number): ColumnRows | undefined {
   if (pos >= end) return undefined;
   const b = src[pos++]!;
   let count: number;
@@ -258,6 +289,203 @@ function readRows(width: number): PackedRows | undefined {
   }
   pos = p;
   return { kind: 'packed', count, width, ids, tags, values, vectors: vectors.subarray(0, vectorsLength), other };
+}
+
+/**
+ * Checks rows exactly as readRows reads them (it accepts and refuses the same frames) but decodes no value:
+ * it keeps each row's id and the offset of its first value, for a FrameCursor on the thread owning the agent.
+ */
+function scanRows(width: number): FrameRows | undefined {
+  if (pos >= end) return undefined;
+  const b = src[pos++]!;
+  let count: number;
+  if (b >= 0x90 && b <= 0x9f) count = b & 0x0f;
+  else if (b === 0xdc && pos + 2 <= end) {
+    count = view.getUint16(pos);
+    pos += 2;
+  } else if (b === 0xdd && pos + 4 <= end) {
+    count = view.getUint32(pos);
+    pos += 4;
+  } else return undefined;
+  if (count > LIMITS.maxListLength || count * (width + 1) > end - pos) return undefined;
+  const header = 0x90 + width + 1;
+  if (width + 1 > 15) return undefined;
+  const ids: AgentId[] = [];
+  const offsets = new Int32Array(count);
+  const bytes = src;
+  const last = end;
+  let p = pos;
+  for (let i = 0; i < count; i++) {
+    if (p >= last || bytes[p] !== header) return undefined;
+    p++;
+    const first = bytes[p]!;
+    if (first <= 0x7f) {
+      ids.push(first);
+      p++;
+    } else if (first === 0xcd && p + 3 <= last) {
+      ids.push((bytes[p + 1]! << 8) | bytes[p + 2]!);
+      p += 3;
+    } else {
+      pos = p;
+      const id = readId();
+      if (id === undefined) return undefined;
+      ids.push(id);
+      p = pos;
+    }
+    offsets[i] = p;
+    for (let k = 0; k < width; k++) {
+      if (p >= last) return undefined;
+      const v = bytes[p]!;
+      if (v === 0xcb) {
+        if (p + 9 > last) return undefined;
+        p += 9;
+      } else if (v <= 0x7f || v === 0xc0 || v === 0xc3 || v === 0xc2) {
+        p++;
+      } else if (v >= 0x90 && v <= 0x9f) {
+        const n = v & 0x0f;
+        p++;
+        for (let j = 1; j <= n; j++) {
+          const e = bytes[p];
+          if (e === 0xcb && p + 9 <= last) {
+            p += 9;
+            continue;
+          }
+          if (e !== undefined && (e <= 0x7f || e >= 0xe0)) {
+            p++;
+            continue;
+          }
+          pos = p;
+          const x = readNumber();
+          if (x !== x && !lastWasNaN) return undefined;
+          p = pos;
+        }
+      } else if ((v >= 0xa0 && v <= 0xbf) || v === 0xd9) {
+        pos = p;
+        if (readShortString() === undefined) return undefined;
+        p = pos;
+      } else {
+        pos = p;
+        const x = readNumber();
+        if (x !== x && !lastWasNaN) return undefined;
+        p = pos;
+      }
+    }
+  }
+  pos = p;
+  return { kind: 'frame', count, width, ids, offsets, bytes };
+}
+
+/**
+ * Reads the values of FrameRows, one after the other, from a frame scanRows checked (so without checks of
+ * its own): `frame(bytes)`, set `pos` to a row's offset, then `next()` once per value. Values come out as
+ * the ordinary decoder gives them: numbers, booleans, null, strings, arrays of numbers (a fresh array).
+ */
+export class FrameCursor {
+  pos = 0;
+  private bytes: Uint8Array = new Uint8Array(0);
+  private view: DataView = new DataView(this.bytes.buffer);
+
+  frame(bytes: Uint8Array): void {
+    this.bytes = bytes;
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  next(): unknown {
+    const b = this.bytes;
+    const p = this.pos;
+    const v = b[p]!;
+    if (v === 0xcb) {
+      this.pos = p + 9;
+      return this.view.getFloat64(p + 1);
+    }
+    if (v <= 0x7f) {
+      this.pos = p + 1;
+      return v;
+    }
+    if (v === 0xc0) {
+      this.pos = p + 1;
+      return null;
+    }
+    if (v === 0xc3) {
+      this.pos = p + 1;
+      return true;
+    }
+    if (v === 0xc2) {
+      this.pos = p + 1;
+      return false;
+    }
+    if (v >= 0x90 && v <= 0x9f) {
+      const n = v & 0x0f;
+      this.pos = p + 1;
+      if (n === 2) {
+        const x = this.number();
+        return [x, this.number()];
+      }
+      const out: number[] = [];
+      for (let j = 0; j < n; j++) out.push(this.number());
+      return out;
+    }
+    if ((v >= 0xa0 && v <= 0xbf) || v === 0xd9) {
+      let at = p + 1;
+      let n = v & 0x1f;
+      if (v === 0xd9) n = b[at++]!;
+      let s = '';
+      for (let i = at; i < at + n; i++) s += String.fromCharCode(b[i]!);
+      this.pos = at + n;
+      return s;
+    }
+    return this.number();
+  }
+
+  /** One number of any MessagePack numeric form, read as readNumber (and msgpackr) reads it. */
+  private number(): number {
+    const b = this.bytes;
+    const dv = this.view;
+    const p = this.pos;
+    const v = b[p]!;
+    if (v <= 0x7f) {
+      this.pos = p + 1;
+      return v;
+    }
+    if (v >= 0xe0) {
+      this.pos = p + 1;
+      return v - 0x100;
+    }
+    switch (v) {
+      case 0xcb:
+        this.pos = p + 9;
+        return dv.getFloat64(p + 1);
+      case 0xca:
+        this.pos = p + 5;
+        return dv.getFloat32(p + 1);
+      case 0xcc:
+        this.pos = p + 2;
+        return b[p + 1]!;
+      case 0xcd:
+        this.pos = p + 3;
+        return dv.getUint16(p + 1);
+      case 0xce:
+        this.pos = p + 5;
+        return dv.getUint32(p + 1);
+      case 0xd0:
+        this.pos = p + 2;
+        return dv.getInt8(p + 1);
+      case 0xd1:
+        this.pos = p + 3;
+        return dv.getInt16(p + 1);
+      case 0xd2:
+        this.pos = p + 5;
+        return dv.getInt32(p + 1);
+      case 0xcf:
+        this.pos = p + 9;
+        return dv.getUint32(p + 1) * 0x100000000 + dv.getUint32(p + 5);
+      case 0xd3:
+        this.pos = p + 9;
+        return dv.getInt32(p + 1) * 0x100000000 + dv.getUint32(p + 5);
+      default:
+        throw new Error(`FrameCursor: byte 0x${v.toString(16)} at ${p} is not a number (the frame was not checked by scanRows)`);
+    }
+  }
 }
 
 /** True when the last readNumber() read a NaN from the frame (rather than giving up). */

@@ -33,8 +33,9 @@ export interface ParseOptions {
   /** The session's mode. When `lockstep`, `snapshot.time` is required. */
   readonly mode?: Mode;
   /**
-   * Read the rows of a snapshot straight into columns when they are plain enough ({@link PackedRows}
-   * in `msg.agents`; the agent pool takes them as they are). Needs `fieldCount` above 0. Otherwise,
+   * Check the rows of a snapshot without decoding them when they are plain enough ({@link FrameRows}
+   * in `msg.agents`: the frame's bytes and each row's id and offset; the agent pool hands the bytes to
+   * the thread owning the agents, which reads the values). Needs `fieldCount` above 0. Otherwise,
    * and for any frame the fast path declines, rows come as arrays. Errors are the same either way.
    */
   readonly packRows?: boolean;
@@ -99,7 +100,7 @@ export function parseClientFrame(bytes: Uint8Array, maxFrameBytes: number, optio
   // Refuse a non-map before decoding what may be megabytes of something else.
   if (bytes.length > 0 && !isMapHeader(bytes[0]!)) return fail(ErrorCode.E_PROTOCOL, Msg.notAMap());
   if (options?.packRows === true && options.fieldCount !== undefined && options.fieldCount > 0) {
-    const fast = readSnapshotRows(bytes, options.fieldCount);
+    const fast = readSnapshotRows(bytes, options.fieldCount, true);
     if (fast !== undefined) {
       const parsed = parseClientMessage(fast.fields, options);
       if (parsed.ok && parsed.msg.t === 'snapshot') return { ...parsed, msg: { ...parsed.msg, agents: fast.rows } };

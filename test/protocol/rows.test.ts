@@ -82,6 +82,7 @@ describe('snapshot rows fast path', () => {
     for (const [what, agents, width] of cases) {
       const bytes = encode({ t: 'snapshot', tick: 1, time: 0, agents });
       expect({ what, read: readSnapshotRows(bytes, width) }).toEqual({ what, read: undefined });
+      expect({ what, inFrame: readSnapshotRows(bytes, width, true) }).toEqual({ what, inFrame: undefined });
       const { fast, slow } = bothPaths(bytes, width);
       expect({ what, fast }).toEqual({ what, fast: slow });
     }
@@ -157,8 +158,14 @@ describe('snapshot rows fast path', () => {
         (width, rawRows, fields, exactWidth, agentsFirst) => {
           const agents = rawRows.map(([rid, vals]) => [rid, ...(exactWidth ? Array.from({ length: width }, (_, k) => vals[k] ?? null) : vals)]);
           const msg = agentsFirst ? { agents, ...fields } : { ...fields, agents };
-          const { fast, slow, packed } = bothPaths(encode(msg), width, 'lockstep');
+          const bytes = encode(msg);
+          const { fast, slow, packed } = bothPaths(bytes, width, 'lockstep');
           expect(fast).toEqual(slow);
+          // Rows checked in their frame and rows read into columns: the same frames taken, the same values.
+          const columns = readSnapshotRows(bytes, width);
+          const inFrame = readSnapshotRows(bytes, width, true);
+          expect(inFrame === undefined).toBe(columns === undefined);
+          if (columns !== undefined) expect(unpackRows(inFrame!.rows)).toEqual(unpackRows(columns.rows));
           if (packed) packedRuns++;
         },
       ),

@@ -219,6 +219,41 @@ describe.each([
     expect(ids.map((id) => (actionsOf(d, id)[0]![2] as { name: unknown }).name)).toEqual(values);
   });
 
+  it('rows left in their frame (the service\'s fast path) reach the tree exactly as rows sent as arrays', async () => {
+    const s = open();
+    const values: unknown[] = [[3, 4], [], Array.from({ length: 15 }, (_, k) => k * 0.5), [1, -2, 300, 70000], 'text', '', null, true, false, -7.25, 2 ** 40, -3, 200];
+    const ids = values.map((_, i) => (i % 3 === 0 ? i + 1 : i % 3 === 1 ? `p${i}` : 1000 + i));
+    pool.spawn(s, ids.map((id) => ({ id, tree: 'guard' })));
+    const rows = ids.map((id, i) => [id, 100, false, 0, values[i]]);
+    const frame = readSnapshotRows(encode({ t: 'snapshot', tick: 1, time: 0, agents: [...rows, ['ghost', 1, true, 2, null]] }), FIELDS.length, true);
+    expect(frame?.rows.kind).toBe('frame');
+    expect(pool.observe(s, frame!.rows, false)).toEqual({ unknown: 1 });
+    const d = await tick(s, 1);
+    expect(ids.map((id) => (actionsOf(d, id)[0]![2] as { name: unknown }).name)).toEqual(values);
+  });
+
+  it('rows of several kinds between two ticks apply in arrival order (frames, arrays, frames; a full snapshot drops earlier ones)', async () => {
+    const s = open();
+    const ids = [1, 2, 3];
+    pool.spawn(s, ids.map((id) => ({ id, tree: 'guard' })));
+    const framed = (names: string[]) =>
+      readSnapshotRows(encode({ t: 'snapshot', tick: 1, time: 0, agents: ids.map((id, i) => [id, 100, false, 0, names[i]]) }), FIELDS.length, true)!.rows;
+    const names = async (n: number): Promise<unknown[]> => {
+      const d = await tick(s, n);
+      return ids.map((id) => (actionsOf(d, id)[0]?.[2] as { name: unknown } | undefined)?.name);
+    };
+    pool.observe(s, framed(['a1', 'a2', 'a3']), false);
+    pool.observe(s, [[2, 100, false, 0, 'b2']], false);
+    pool.observe(s, readSnapshotRows(encode({ t: 'snapshot', tick: 1, time: 0, agents: [[3, 100, false, 0, 'c3']] }), FIELDS.length, true)!.rows, false);
+    expect(await names(1)).toEqual(['a1', 'b2', 'c3']);
+    // Patrols end (results), then: frames, then a full snapshot with one row: the others read null.
+    pool.results(s, ids.map((id) => [id, 1, 'success']));
+    await tick(s, 2);
+    pool.observe(s, framed(['d1', 'd2', 'd3']), false);
+    pool.observe(s, readSnapshotRows(encode({ t: 'snapshot', tick: 3, time: 0, agents: [[1, 100, false, 0, 'e1']] }), FIELDS.length, true)!.rows, true);
+    expect(await names(3)).toEqual(['e1', null, null]);
+  });
+
   it('many array values in one tick: the transferred vector buffer grows and keeps every value', async () => {
     const s = open();
     const ids = Array.from({ length: 300 }, (_, i) => i);

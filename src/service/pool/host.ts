@@ -9,7 +9,8 @@ import { Agent, type AgentFrame, type CompiledTree, type DecisionSink } from '..
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
 import { packAgents, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
-import { Tag, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
+import { FrameCursor } from '../../protocol/index.js';
+import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
@@ -39,10 +40,13 @@ class HostSession {
   previous = Number.NaN;
   /** Writes one positional row into an observation object (null: the session has no fields). */
   readonly writeRow: RowWriter | null;
+  /** Reads one row of values from a frame into an observation object (null: the session has no fields). */
+  readonly writeFrameRow: FrameRowWriter | null;
 
   constructor(fields: readonly string[] | null) {
     this.fields = fields;
     this.writeRow = fields === null ? null : rowWriter(fields);
+    this.writeFrameRow = fields === null ? null : frameRowWriter(fields);
   }
 }
 
@@ -78,6 +82,20 @@ export function rowWriter(fields: readonly string[]): RowWriter {
                   ? vector(vectors, values[base + k]!)
                   : other[values[base + k]!];
     }
+  };
+}
+
+/** Reads the next `fields.length` values of `cursor` into `obs`, in `fields` order. */
+export type FrameRowWriter = (obs: Record<string, unknown>, cursor: FrameCursor) => void;
+
+/** A frame row writer for these fields: generated constant-name stores, as rowWriter (a loop without code generation). */
+export function frameRowWriter(fields: readonly string[]): FrameRowWriter {
+  if (CODE_GENERATION) {
+    const body = joinCode(fields.map((f) => js`  obs[${literal(f)}] = cursor.next();\n`));
+    return generate([], js`return function writeFrameRow(obs, cursor) {\n${body}};`, []) as FrameRowWriter;
+  }
+  return (obs, cursor) => {
+    for (let k = 0; k < fields.length; k++) obs[fields[k]!] = cursor.next();
   };
 }
 
@@ -252,6 +270,7 @@ export class AgentHost {
         }
       }
       if (order.rows !== null) applyRows(s, order.rows);
+      if (order.frameRows !== null) applyFrameRows(s, order.frameRows);
       if (order.objects !== null) {
         for (const [slot, obs] of order.objects) {
           const a = agents[slot];
@@ -300,6 +319,7 @@ export class AgentHost {
       ms: performance.now() - started,
       decisions: out.columns(),
       rows: order.rows,
+      frameRows: order.frameRows,
       results: order.results,
       frames: s === undefined || s.watched.size === 0 ? null : newestFrames(s, order.tick),
     };
@@ -441,6 +461,39 @@ function vector(vectors: Float64Array, at: number): number[] {
   for (let k = 0; k < n; k++) out.push(vectors[at + 1 + k]!);
   return out;
 }
+
+const cursor = new FrameCursor();
+
+/** Reads rows still in their frames into each agent's reused observation object and makes it the agent's `self`. */
+function applyFrameRows(s: HostSession, rows: FrameBatch): void {
+  const write = s.writeFrameRow;
+  if (write === null) return;
+  const { count, slots, offsets, frames, ends } = rows;
+  const agents = s.agents;
+  const observations = s.observations;
+  let j = -1;
+  let end = 0;
+  for (let i = 0; i < count; i++) {
+    if (i >= end) {
+      cursor.frame(frames[++j]!);
+      end = ends[j]!;
+    }
+    const slot = slots[i]!;
+    const agent = agents[slot];
+    if (agent === null || agent === undefined) continue;
+    let obs = observations[slot];
+    if (obs === null || obs === undefined) obs = observations[slot] = {};
+    cursor.pos = offsets[i]!;
+    write(obs, cursor);
+    agent.self = obs;
+  }
+  // Handed back for reuse without the frames: they are not cloned back to the router.
+  frames.length = 0;
+  ends.length = 0;
+  cursor.frame(EMPTY_FRAME);
+}
+
+const EMPTY_FRAME = new Uint8Array(0);
 
 /** Writes positional rows into each agent's reused observation object and makes it the agent's `self`. */
 function applyRows(s: HostSession, rows: RowBatch): void {

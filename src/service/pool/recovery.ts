@@ -1,7 +1,7 @@
 // Crash and stall recovery of a WorkerPool (docs/durability.md): per worker and session, the newest checkpoint of
 // the agents' state and every order sent to that worker since. A replacement worker is rebuilt from them, exactly.
 
-import type { CheckpointReply, ResultBatch, RowBatch, TickOrder, ToHost } from './wire.js';
+import type { CheckpointReply, FrameBatch, ResultBatch, RowBatch, TickOrder, ToHost } from './wire.js';
 
 /** Default PoolOptions.checkpointMs. */
 export const DEFAULT_CHECKPOINT_MS = 2000;
@@ -204,7 +204,19 @@ export class RecoveryJournal {
 
 /** A tick order as logged: its own copies of the row and result buffers (the sent ones are transferred), no spare columns. */
 function copyTick(o: TickOrder): TickOrder {
-  return { ...o, spare: null, rows: o.rows === null ? null : copyRows(o.rows), results: o.results === null ? null : copyResults(o.results) };
+  return {
+    ...o,
+    spare: null,
+    rows: o.rows === null ? null : copyRows(o.rows),
+    frameRows: o.frameRows === null ? null : copyFrameRows(o.frameRows),
+    results: o.results === null ? null : copyResults(o.results),
+  };
+}
+
+/** Rows in frames: two numbers a row copied; the frames themselves by reference (they are never changed). */
+function copyFrameRows(r: FrameBatch): FrameBatch {
+  const rows = Math.max(r.count, 1);
+  return { count: r.count, slots: r.slots.slice(0, rows), offsets: r.offsets.slice(0, rows), frames: r.frames.slice(), ends: r.ends.slice() };
 }
 
 function copyRows(r: RowBatch): RowBatch {

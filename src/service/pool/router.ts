@@ -410,6 +410,17 @@ export abstract class PoolRouter implements AgentPool {
         throw new PoolUsageError('E_BAD_FIELD', 'agents: packed rows must have one value per declared field');
       }
       const ids = agents.ids;
+      if (agents.kind === 'frame') {
+        // Rows left in their frame: each goes to its agent's host as (slot, offset); the host decodes the values.
+        const frame = wholeBuffer(agents.bytes);
+        const offsets = agents.offsets;
+        for (let i = 0; i < agents.count; i++) {
+          const at = s.locate(ids[i]!);
+          if (at < 0) unknown++;
+          else shards[at >>> 24]!.pushFrameRow(at & 0xffffff, frame, offsets[i]!);
+        }
+        return { unknown };
+      }
       for (let i = 0; i < agents.count; i++) {
         const at = s.locateRow(i, ids[i]!);
         if (at < 0) unknown++;
@@ -512,7 +523,7 @@ export abstract class PoolRouter implements AgentPool {
         }
         const input = shard.take();
         const order: TickOrder = { t: 'tick', req: this.nextReq++, session, time, dt, ...input, world, tick };
-        pending.push(this.request(h, order, transferList(input.rows, input.results, input.spare)));
+        pending.push(this.request(h, order, transferList(input.rows, input.results, input.spare, input.frameRows)));
         hosts.push(h);
       }
       const settled = await Promise.allSettled(pending);
@@ -538,7 +549,7 @@ export abstract class PoolRouter implements AgentPool {
         }
         const l = reply.decisions.logs;
         if (l.lines.length > 0 || l.dropped.some((n) => n > 0)) logs.push({ logs: l, agent: (slot) => this.logAgent(s, shard.ids[slot]) });
-        shard.recycle(reply.rows, reply.results, reply.decisions);
+        shard.recycle(reply.rows, reply.results, reply.decisions, reply.frameRows);
       }
       if (logs.length > 0) emitLogs(this.logger, this.onLog, session, tick, logs);
       if (failure !== null) {
@@ -685,6 +696,15 @@ export abstract class PoolRouter implements AgentPool {
     }
     return best;
   }
+}
+
+/**
+ * The frame as a view of its whole buffer (offsets stay valid: they count from the view's start). A frame
+ * that is a slice of a larger buffer (a small WebSocket message) is copied once: a worker is sent a clone of
+ * the whole underlying buffer.
+ */
+function wholeBuffer(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
 }
 
 /** The first wrongly typed optional field of a spawn entry, as a message, or null. */

@@ -3,8 +3,8 @@
 
 import type { AgentId } from '../../bt/index.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
-import type { PackedRows } from '../../protocol/index.js';
-import { MAX_VECTOR, Tag, type ResultBatch, type RowBatch } from './wire.js';
+import { FrameCursor, type ColumnRows } from '../../protocol/index.js';
+import { MAX_VECTOR, Tag, type FrameBatch, type ResultBatch, type RowBatch } from './wire.js';
 
 /** The input of one tick for one host, taken out of a shard by `take()`. */
 export interface ShardInput {
@@ -12,6 +12,7 @@ export interface ShardInput {
   bb: Array<[number, Record<string, unknown>]> | null;
   objects: Array<[number, Record<string, unknown>]> | null;
   rows: RowBatch | null;
+  frameRows: FrameBatch | null;
   results: ResultBatch | null;
   spare: SpareColumns | null;
   /** Level of detail: new tick intervals `[slot, every]` (absent: none). */
@@ -47,9 +48,12 @@ export class SessionShard {
   private bb: Array<[number, Record<string, unknown>]> | null = null;
   private objects: Array<[number, Record<string, unknown>]> | null = null;
   private rows: RowBatch | null = null;
+  /** Rows still in their frames; always after `rows` in arrival order (a row of another kind flushes them first). */
+  private frameRows: FrameBatch | null = null;
   private results: ResultBatch | null = null;
   private lod: Array<[number, number]> | null = null;
   private readonly spareRows: RowBatch[] = [];
+  private readonly spareFrameRows: FrameBatch[] = [];
   private readonly spareResults: ResultBatch[] = [];
   private spareColumns: SpareColumns | null = null;
 
@@ -74,11 +78,36 @@ export class SessionShard {
 
   /** True when something is buffered for the next tick. */
   get hasInput(): boolean {
-    return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.results !== null;
+    return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.frameRows !== null || this.results !== null;
+  }
+
+  /**
+   * Appends the row of the agent in `slot` whose values start at byte `offset` of `frame` (FrameRows: checked
+   * by the protocol, decoded by the host). The hot path of snapshots: two numbers per row.
+   */
+  pushFrameRow(slot: number, frame: Uint8Array, offset: number): void {
+    let b = this.frameRows;
+    if (b === null) b = this.frameRows = this.spareFrameRows.pop() ?? newFrameBatch(Math.max(MIN_ROWS, this.count));
+    const i = b.count;
+    const frames = b.frames;
+    const last = frames.length - 1;
+    if (last < 0 || frames[last] !== frame) {
+      frames.push(frame);
+      b.ends.push(i + 1);
+    } else b.ends[last] = i + 1;
+    if (i === b.slots.length) growFrameRows(b);
+    b.slots[i] = slot;
+    b.offsets[i] = offset;
+    b.count = i + 1;
   }
 
   /** Appends one positional row `[id, v1, v2, ...]` for the agent in `slot`; missing values read null. */
   pushRow(slot: number, row: readonly unknown[]): void {
+    if (this.frameRows !== null) this.flushFrameRows();
+    this.writeRow(slot, row);
+  }
+
+  private writeRow(slot: number, row: readonly unknown[]): void {
     const b = this.startRow(slot);
     const width = this.width;
     const values = b.values;
@@ -106,8 +135,28 @@ export class SessionShard {
     for (; k < width; k++) tags[base + k] = Tag.NULL;
   }
 
+  /**
+   * Rows still in frames are followed by rows of another kind: they are decoded here, into the row batch, so
+   * that the host applies every row in arrival order (rare: a frame the fast path declined between two ticks).
+   */
+  private flushFrameRows(): void {
+    const b = this.frameRows!;
+    this.frameRows = null;
+    const cursor = new FrameCursor();
+    const row: unknown[] = Array.from({ length: this.width + 1 }, () => null);
+    let j = -1;
+    for (let i = 0; i < b.count; i++) {
+      if (j < 0 || i >= b.ends[j]!) cursor.frame(b.frames[++j]!);
+      cursor.pos = b.offsets[i]!;
+      for (let k = 1; k <= this.width; k++) row[k] = cursor.next();
+      this.writeRow(b.slots[i]!, row);
+    }
+    this.recycleFrameRows(b);
+  }
+
   /** Appends row `row` of packed rows (the protocol's fast path: tags and numbers copied as they are). */
-  pushPacked(slot: number, packed: PackedRows, row: number): void {
+  pushPacked(slot: number, packed: ColumnRows, row: number): void {
+    if (this.frameRows !== null) this.flushFrameRows();
     const b = this.startRow(slot);
     const width = this.width;
     const base = (b.count - 1) * width;
@@ -149,6 +198,10 @@ export class SessionShard {
     this.clear = true;
     this.objects = null;
     if (this.rows !== null) emptyRows(this.rows);
+    if (this.frameRows !== null) {
+      this.recycleFrameRows(this.frameRows);
+      this.frameRows = null;
+    }
   }
 
   pushResult(slot: number, seq: number, success: boolean): void {
@@ -176,12 +229,13 @@ export class SessionShard {
 
   /** Takes the buffered input for a tick and releases quarantined slots: the tick order carries their despawn. */
   take(): ShardInput {
-    const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, results: this.results, spare: this.spareColumns };
+    const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, frameRows: this.frameRows, results: this.results, spare: this.spareColumns };
     this.spareColumns = null;
     this.clear = false;
     this.bb = null;
     this.objects = null;
     this.rows = null;
+    this.frameRows = null;
     this.results = null;
     this.endTick();
     // Level of detail rides only when there is some: a session without it sends the tick order it always did.
@@ -194,14 +248,15 @@ export class SessionShard {
 
   /** Forgets the buffered input (the host has no agent of the session left) and releases quarantined slots. */
   discard(): void {
-    const { rows, results, spare } = this.take();
-    this.recycle(rows, results);
+    const { rows, results, spare, frameRows } = this.take();
+    this.recycle(rows, results, null, frameRows);
     this.spareColumns = spare;
   }
 
   /** Keeps buffers handed back by the host for the next ticks (decision columns: once unpacked). */
-  recycle(rows: RowBatch | null, results: ResultBatch | null, columns: DecisionColumns | null = null): void {
+  recycle(rows: RowBatch | null, results: ResultBatch | null, columns: DecisionColumns | null = null, frameRows: FrameBatch | null = null): void {
     if (columns !== null) this.spareColumns = { actions: columns.actions, cancels: columns.cancels, done: columns.done };
+    if (frameRows !== null) this.recycleFrameRows(frameRows);
     if (rows !== null && rows.width === this.width && this.spareRows.length < MAX_SPARES) {
       emptyRows(rows);
       this.spareRows.push(rows);
@@ -210,6 +265,14 @@ export class SessionShard {
       results.count = 0;
       this.spareResults.push(results);
     }
+  }
+
+  private recycleFrameRows(b: FrameBatch): void {
+    if (this.spareFrameRows.length >= MAX_SPARES) return;
+    b.count = 0;
+    b.frames.length = 0;
+    b.ends.length = 0;
+    this.spareFrameRows.push(b);
   }
 
   private endTick(): void {
@@ -229,6 +292,19 @@ function newRowBatch(width: number, capacity: number): RowBatch {
     vectorsLength: 0,
     other: [],
   };
+}
+
+function newFrameBatch(capacity: number): FrameBatch {
+  return { count: 0, slots: new Int32Array(capacity), offsets: new Int32Array(capacity), frames: [], ends: [] };
+}
+
+function growFrameRows(b: FrameBatch): void {
+  const slots = new Int32Array(b.slots.length * 2);
+  slots.set(b.slots);
+  const offsets = new Int32Array(b.offsets.length * 2);
+  offsets.set(b.offsets);
+  b.slots = slots;
+  b.offsets = offsets;
 }
 
 const MIN_VECTORS = 256;

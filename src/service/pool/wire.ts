@@ -25,6 +25,21 @@ export interface RowBatch {
   other: unknown[];
 }
 
+/**
+ * Positional rows for one worker still in the snapshot frames they came in (the protocol's FrameRows): row i
+ * is the agent in `slots[i]`, its values start at byte `offsets[i]` of frame j, where j is the first with
+ * `i < ends[j]`. The host reads them straight into observations. `slots` and `offsets` are transferred and
+ * handed back like a RowBatch; the frames are copied to the worker (the main thread keeps them: the
+ * recovery log and the recorder hold them by reference) and not sent back.
+ */
+export interface FrameBatch {
+  count: number;
+  slots: Int32Array;
+  offsets: Int32Array;
+  frames: Uint8Array[];
+  ends: number[];
+}
+
 /** Action results for one worker: `count` triples (slot, seq, 1 success / 0 failure) in `data`. */
 export interface ResultBatch {
   count: number;
@@ -49,6 +64,8 @@ export interface TickOrder {
   bb: Array<[number, Record<string, unknown>]> | null;
   objects: Array<[number, Record<string, unknown>]> | null;
   rows: RowBatch | null;
+  /** Rows still in their frames: applied after `rows` (the shard keeps them in that order), before `objects`. */
+  frameRows: FrameBatch | null;
   results: ResultBatch | null;
   world: WorldUpdate | null;
   /** Decision buffers of this host's previous reply, handed back for reuse. */
@@ -128,6 +145,7 @@ export interface TickReply {
   ms: number;
   decisions: DecisionColumns;
   rows: RowBatch | null;
+  frameRows: FrameBatch | null;
   results: ResultBatch | null;
   /** The newest frame of each watched agent of the session, by slot; null when none is watched. */
   frames: Array<[number, AgentFrame]> | null;
@@ -151,8 +169,9 @@ export type WorkerHello = { t: 'ready'; ok: true; trees: Record<string, string> 
  * The ArrayBuffers of a tick order or reply, for postMessage's transfer list. World bytes are not listed:
  * the same bytes go to several workers, so they are copied (a memcpy, not a re-serialization).
  */
-export function transferList(rows: RowBatch | null, results: ResultBatch | null, columns: SpareColumns | null): ArrayBuffer[] {
+export function transferList(rows: RowBatch | null, results: ResultBatch | null, columns: SpareColumns | null, frameRows: FrameBatch | null = null): ArrayBuffer[] {
   const list: ArrayBuffer[] = [];
+  if (frameRows !== null) list.push(frameRows.slots.buffer as ArrayBuffer, frameRows.offsets.buffer as ArrayBuffer);
   if (rows !== null) {
     list.push(rows.slots.buffer as ArrayBuffer, rows.values.buffer as ArrayBuffer, rows.tags.buffer as ArrayBuffer, rows.vectors.buffer as ArrayBuffer);
   }

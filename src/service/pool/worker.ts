@@ -56,7 +56,7 @@ if (!loaded.ok) {
       return;
     }
     if (reply === null) return;
-    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions) : []);
+    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions, reply.frameRows) : []);
   };
   const slices = new SpawnSlicer(run, () => board.end());
   const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {

@@ -1,0 +1,171 @@
+// The service's per-tick path without sockets, measured in CPU time by thread: S sessions × N agents of
+// `guard.json`, each tick a snapshot frame as the load generator encodes it (hp, enemyVisible, enemyDist,
+// enemyPos [x, y]; values change every tick), read by the protocol (parseClientFrame, the service's options),
+// handed to the pool (observe, results), ticked on the workers, merged and encoded (encodeDecisions). What it
+// leaves out: WebSocket framing and unmasking, the session layer's bookkeeping, the socket writes.
+//
+//   npm run build && node dist/bench/rowpath.js [--sessions 4] [--agents 50000] [--ticks 200] [--warmup 60]
+//                                               [--workers 2] [--json]
+//
+// CPU time by thread (/proc/self/task, Linux): the main thread, the workers, the rest (GC and compiler
+// helpers). CPU time, not wall time, so that a shared machine's load counts less (it still does: caches,
+// frequency); the report gives µs of CPU per agent-tick and the main thread's share of the process's CPU.
+
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import type { AgentId } from '../src/bt/index.js';
+import { encode, encodeDecisions, parseClientFrame, type SnapshotMessage } from '../src/protocol/index.js';
+import { createAgentPool, type AgentPool, type Decisions } from '../src/service/pool/index.js';
+import { formatMachine, machineInfo } from './lib/machine.js';
+
+const { values } = parseArgs({
+  options: {
+    sessions: { type: 'string', default: '4' },
+    agents: { type: 'string', default: '50000' },
+    ticks: { type: 'string', default: '200' },
+    warmup: { type: 'string', default: '60' },
+    workers: { type: 'string', default: '2' },
+    json: { type: 'boolean', default: false },
+  },
+});
+const int = (name: string, v: string, min = 1): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new Error(`--${name}: expected an integer ≥ ${min}, got '${v}'`);
+  return n;
+};
+const sessions = int('sessions', values.sessions);
+const agents = int('agents', values.agents);
+const ticks = int('ticks', values.ticks);
+const warmup = int('warmup', values.warmup, 0);
+const workers = int('workers', values.workers, 0);
+const perSession = Math.floor(agents / sessions);
+const FIELDS = ['hp', 'enemyVisible', 'enemyDist', 'enemyPos'];
+const HZ = 20;
+/** Distinct frames per session, encoded before timing and used in turn. */
+const FRAMES = 64;
+
+function root(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
+  return dir;
+}
+
+/** CPU seconds of this process's threads: main, workers (`WorkerThread`), the rest. */
+function threadCpu(): { main: number; workers: number; other: number } {
+  const ticksPerSec = 100;
+  let main = 0;
+  let w = 0;
+  let other = 0;
+  for (const tid of readdirSync('/proc/self/task')) {
+    let stat: string;
+    let name: string;
+    try {
+      stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const cpu = (Number(f[11]) + Number(f[12])) / ticksPerSec;
+    if (Number(tid) === process.pid) main += cpu;
+    else if (name === 'WorkerThread') w += cpu;
+    else other += cpu;
+  }
+  return { main, workers: w, other };
+}
+
+/** Snapshot frames of one session: agents walk and meet enemies, as far as the rows are concerned. */
+function frames(session: number): Buffer[] {
+  let seed = 1 + session;
+  const rnd = (): number => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+  const hp = Array.from({ length: perSession }, () => 50 + 50 * rnd());
+  const visible = Array.from({ length: perSession }, () => rnd() < 0.3);
+  const dist = Array.from({ length: perSession }, () => 6 + 14 * rnd());
+  const out: Buffer[] = [];
+  for (let f = 0; f < FRAMES; f++) {
+    const rows: unknown[][] = [];
+    for (let i = 0; i < perSession; i++) {
+      // Slow changes, as in the load generator's world: about one decision per agent per second.
+      hp[i] = Math.max(1, Math.min(100, hp[i]! + (rnd() - 0.45) * 0.5));
+      if (rnd() < 0.01) visible[i] = !visible[i];
+      dist[i] = visible[i] ? Math.max(1, dist[i]! - 0.2 * rnd()) : 6 + 14 * rnd();
+      rows.push([i, hp[i], visible[i], visible[i] ? dist[i] : 0, visible[i] ? [100 * rnd(), 100 * rnd()] : null]);
+    }
+    out.push(encode({ t: 'snapshot', tick: f, time: f / HZ, agents: rows }));
+  }
+  return out;
+}
+
+const pool: AgentPool = await createAgentPool({ trees: join(root(), 'trees'), workers });
+await pool.ready();
+const games = Array.from({ length: sessions }, (_, s) => {
+  const name = `s${s}`;
+  pool.createSession(name, { fields: FIELDS, maxAgents: perSession });
+  pool.spawn(name, Array.from({ length: perSession }, (_, i) => ({ id: i, tree: 'guard' })));
+  return { name, frames: frames(s), due: Array.from({ length: 32 }, () => [] as Array<[AgentId, number, 'success']>) };
+});
+
+let decisionBytes = 0;
+let actions = 0;
+async function round(n: number): Promise<void> {
+  await Promise.all(
+    games.map(async (g) => {
+      const parsed = parseClientFrame(g.frames[n % FRAMES]!, Number.MAX_SAFE_INTEGER, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
+      if (!parsed.ok || parsed.msg.t !== 'snapshot') throw new Error('frame refused');
+      const msg = parsed.msg as SnapshotMessage;
+      pool.observe(g.name, msg.agents as Parameters<AgentPool['observe']>[1], false);
+      const results = g.due[n % g.due.length]!;
+      g.due[n % g.due.length] = [];
+      if (results.length > 0) pool.results(g.name, results);
+      const d: Decisions = await pool.tick(g.name, n, n / HZ, 1 / HZ, n);
+      decisionBytes += encodeDecisions({ tick: d.tick, basedOn: d.basedOn, actions: d.actions as never, cancels: d.cancels, done: d.done, errors: d.errors as never }).length;
+      actions += d.actions.length;
+      // Every action succeeds a second later (a game's moves and shots take a while).
+      for (const [id, seq] of d.actions) g.due[(n + 20) % g.due.length]!.push([id, seq, 'success']);
+    }),
+  );
+}
+
+for (let n = 0; n < warmup; n++) await round(n);
+const before = threadCpu();
+const started = performance.now();
+decisionBytes = 0;
+actions = 0;
+for (let n = warmup; n < warmup + ticks; n++) await round(n);
+const wall = (performance.now() - started) / 1000;
+const after = threadCpu();
+await pool.close();
+
+const agentTicks = ticks * perSession * sessions;
+const us = (s: number): number => (s * 1e6) / agentTicks;
+const main = after.main - before.main;
+const work = after.workers - before.workers;
+const other = after.other - before.other;
+const total = main + work + other;
+const share = total > 0 ? main / total : 0;
+const result = {
+  machine: machineInfo(),
+  sessions,
+  agents: perSession * sessions,
+  workers,
+  ticks,
+  wallSeconds: Math.round(wall * 1000) / 1000,
+  cpuUsPerAgentTick: { total: us(total), main: us(main), workers: us(work), other: us(other) },
+  mainShare: share,
+  amdahl16: 1 / (share + (1 - share) / 16),
+  actionsPerTick: actions / ticks,
+  decisionBytesPerTick: decisionBytes / ticks,
+  loadAverage: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
+};
+if (values.json) console.log(JSON.stringify(result));
+else {
+  console.log(formatMachine(result.machine));
+  console.log(`${sessions} sessions × ${perSession} agents, ${workers} workers, ${ticks} ticks (after ${warmup}); load average ${result.loadAverage}`);
+  const c = result.cpuUsPerAgentTick;
+  console.log(`CPU per agent-tick: ${c.total.toFixed(3)} µs = main ${c.main.toFixed(3)} + workers ${c.workers.toFixed(3)} + GC/JIT helpers ${c.other.toFixed(3)}`);
+  console.log(`main thread share ${(100 * share).toFixed(1)} %, Amdahl bound on 16 cores ${result.amdahl16.toFixed(1)}×; ${result.actionsPerTick.toFixed(0)} actions a tick`);
+}
