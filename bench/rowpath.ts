@@ -105,7 +105,7 @@ await pool.ready();
 const games = Array.from({ length: sessions }, (_, s) => {
   const name = `s${s}`;
   pool.createSession(name, { fields: FIELDS, maxAgents: perSession });
-  pool.spawn(name, Array.from({ length: perSession }, (_, i) => ({ id: i, tree: 'guard' })));
+  pool.spawn(name, Array.from({ length: perSession }, (_unused, i) => ({ id: i, tree: 'guard' })));
   return { name, frames: frames(s), due: Array.from({ length: 32 }, () => [] as Array<[AgentId, number, 'success']>) };
 });
 

@@ -165,7 +165,7 @@ describe('snapshot rows fast path', () => {
           const columns = readSnapshotRows(bytes, width);
           const inFrame = readSnapshotRows(bytes, width, true);
           expect(inFrame === undefined).toBe(columns === undefined);
-          if (columns !== undefined) expect(unpackRows(inFrame!.rows)).toEqual(unpackRows(columns.rows));
+          expect(inFrame === undefined ? null : unpackRows(inFrame.rows)).toEqual(columns === undefined ? null : unpackRows(columns.rows));
           if (packed) packedRuns++;
         },
       ),
