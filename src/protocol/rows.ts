@@ -382,8 +382,9 @@ function scanRows(width: number): FrameRows | undefined {
  */
 export class FrameCursor {
   pos = 0;
-  private bytes: Uint8Array = new Uint8Array(0);
-  private view: DataView = new DataView(this.bytes.buffer);
+  /** The frame and a view of it (read-only to callers: generated row writers read the common forms inline). */
+  bytes: Uint8Array = new Uint8Array(0);
+  view: DataView = new DataView(this.bytes.buffer);
 
   frame(bytes: Uint8Array): void {
     this.bytes = bytes;

@@ -194,6 +194,7 @@ function mergeBySpawn<T>(lists: ReadonlyArray<readonly T[]>, orders: ReadonlyArr
   const sorted = orders.every(ascending);
   if (lists.length === 1 && sorted) return lists[0] as T[];
   const out: T[] = [];
+  if (sorted && lists.length === 2) return mergeTwo(lists[0]!, orders[0]!, lists[1]!, orders[1]!);
   if (sorted) {
     // k-way merge, k = hosts (a handful): pick the smallest head each time; ties keep host order.
     const at = lists.map(() => 0);
@@ -215,6 +216,17 @@ function mergeBySpawn<T>(lists: ReadonlyArray<readonly T[]>, orders: ReadonlyArr
   }
   const index = Array.from(out, (_, i) => i).toSorted((x, y) => keys[x]! - keys[y]! || x - y);
   return index.map((i) => out[i]!);
+}
+
+/** The two-host case of the merge (ties: the first list first), in one pass with its indices in locals. */
+function mergeTwo<T>(a: readonly T[], ao: readonly number[], b: readonly T[], bo: readonly number[]): T[] {
+  const out: T[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) out.push(bo[j]! < ao[i]! ? b[j++]! : a[i++]!);
+  while (i < a.length) out.push(a[i++]!);
+  while (j < b.length) out.push(b[j++]!);
+  return out;
 }
 
 function ascending(order: readonly number[]): boolean {

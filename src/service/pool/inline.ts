@@ -60,6 +60,10 @@ export class InlinePool extends PoolRouter {
     return { value: world };
   }
 
+  protected shareFrame(bytes: Uint8Array): Uint8Array {
+    return bytes;
+  }
+
   protected elu(): number {
     return this.eluWindows.utilization(0);
   }

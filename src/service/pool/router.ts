@@ -162,6 +162,11 @@ export abstract class PoolRouter implements AgentPool {
   protected abstract request(host: number, msg: HostRequest, transfer: ArrayBuffer[]): Promise<FromHost>;
   /** The world state in the form hosts receive it (the same object inline; bytes cloned once for every worker). */
   protected abstract shareWorld(world: unknown): WorldUpdate;
+  /**
+   * A snapshot frame as the hosts receive it, read-only from now on (the offsets of its rows stay valid):
+   * the frame itself inline; in shared memory for worker threads (copied once, whatever their number).
+   */
+  protected abstract shareFrame(bytes: Uint8Array): Uint8Array;
   /** Event-loop utilization of a host over the last completed window, 0–1 (elu.ts). */
   protected abstract elu(host: number): number;
 
@@ -412,7 +417,7 @@ export abstract class PoolRouter implements AgentPool {
       const ids = agents.ids;
       if (agents.kind === 'frame') {
         // Rows left in their frame: each goes to its agent's host as (slot, offset); the host decodes the values.
-        const frame = wholeBuffer(agents.bytes);
+        const frame = this.shareFrame(agents.bytes);
         const offsets = agents.offsets;
         for (let i = 0; i < agents.count; i++) {
           const at = s.locate(ids[i]!);
@@ -696,15 +701,6 @@ export abstract class PoolRouter implements AgentPool {
     }
     return best;
   }
-}
-
-/**
- * The frame as a view of its whole buffer (offsets stay valid: they count from the view's start). A frame
- * that is a slice of a larger buffer (a small WebSocket message) is copied once: a worker is sent a clone of
- * the whole underlying buffer.
- */
-function wholeBuffer(bytes: Uint8Array): Uint8Array {
-  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
 }
 
 /** The first wrongly typed optional field of a spawn entry, as a message, or null. */

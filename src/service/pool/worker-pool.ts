@@ -202,6 +202,16 @@ export class WorkerPool extends PoolRouter {
     return { bytes: serialize(world) };
   }
 
+  /**
+   * Copied once into a SharedArrayBuffer: every worker reads the same bytes (posting it copies nothing), and
+   * the recovery log keeps it by reference. Measured against a structured clone per worker: see docs/capacity.md.
+   */
+  protected shareFrame(bytes: Uint8Array): Uint8Array {
+    const shared = new Uint8Array(new SharedArrayBuffer(bytes.length));
+    shared.set(bytes);
+    return shared;
+  }
+
   protected elu(host: number): number {
     return this.eluWindows.utilization(host);
   }
