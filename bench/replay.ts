@@ -102,12 +102,16 @@ let exactS = Infinity;
 let exact: Awaited<ReturnType<typeof verifyRecording>> | undefined;
 for (const workers of [0, Number(values.workers)]) {
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const r = await verifyRecording(file, { workers });
   const s = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  // CPU time of every thread: on a shared machine a steadier figure than the wall clock (what a quiet core would take).
+  const cpuS = (cpu.user + cpu.system) / 1e6;
   exactS = Math.min(exactS, s);
   exact ??= r;
   if (!r.identical) exact = r;
-  console.log(`exact replay, ${workers === 0 ? 'one thread' : `${workers} worker threads`}: ${r.identical ? 'identical' : `DIFFERENT at tick ${r.difference?.tick}`} (${r.frames} frames) in ${s.toFixed(2)} s = ${(seconds / s).toFixed(1)}× real time (${((agents * ticks) / s / 1e6).toFixed(2)} M agent-ticks/s)`);
+  console.log(`exact replay, ${workers === 0 ? 'one thread' : `${workers} worker threads`}: ${r.identical ? 'identical' : `DIFFERENT at tick ${r.difference?.tick}`} (${r.frames} frames) in ${s.toFixed(2)} s = ${(seconds / s).toFixed(1)}× real time (${((agents * ticks) / s / 1e6).toFixed(2)} M agent-ticks/s); CPU ${cpuS.toFixed(2)} s = ${((cpuS * 1e6) / (agents * ticks)).toFixed(3)} µs per agent-tick, ${(seconds / cpuS).toFixed(1)}× real time per core-second`);
 }
 
 const changed = join(dir, 'changed');
