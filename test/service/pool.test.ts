@@ -254,6 +254,19 @@ describe.each([
     expect(await names(3)).toEqual(['e1', null, null]);
   });
 
+  it('frames whose rows all go to other workers, then frames for every worker, before one tick: each row reaches its agent', async () => {
+    const s = open();
+    const ids = [1, 2, 3, 4];
+    pool.spawn(s, ids.map((id) => ({ id, tree: 'guard' })));
+    const frame = (rows: Array<[number, string]>) =>
+      readSnapshotRows(encode({ t: 'snapshot', tick: 1, time: 0, agents: rows.map(([id, name]) => [id, 100, false, 0, name]) }), FIELDS.length, true)!.rows;
+    pool.observe(s, frame([[1, 'a1']]), false);
+    pool.observe(s, frame([[3, 'b3']]), false);
+    pool.observe(s, frame([[2, 'c2'], [3, 'c3'], [4, 'c4']]), false);
+    const d = await tick(s, 1);
+    expect(ids.map((id) => (actionsOf(d, id)[0]![2] as { name: unknown }).name)).toEqual(['a1', 'c2', 'c3', 'c4']);
+  });
+
   it('many array values in one tick: the transferred vector buffer grows and keeps every value', async () => {
     const s = open();
     const ids = Array.from({ length: 300 }, (_, i) => i);

@@ -482,8 +482,9 @@ function applyFrameRows(s: HostSession, rows: FrameBatch): void {
   let end = 0;
   for (let i = 0; i < count; i++) {
     if (i >= end) {
-      cursor.frame(frames[++j]!);
-      end = ends[j]!;
+      // Frames whose rows all went to other hosts leave empty segments: skip them.
+      while (i >= end) end = ends[++j]!;
+      cursor.frame(frames[j]!);
     }
     const slot = slots[i]!;
     const agent = agents[slot];

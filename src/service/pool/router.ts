@@ -419,11 +419,13 @@ export abstract class PoolRouter implements AgentPool {
         // Rows left in their frame: each goes to its agent's host as (slot, offset); the host decodes the values.
         const frame = this.shareFrame(agents.bytes);
         const offsets = agents.offsets;
+        const batches = shards.map((shard) => (shard.count > 0 ? shard.startFrame(frame) : null));
         for (let i = 0; i < agents.count; i++) {
           const at = s.locate(ids[i]!);
           if (at < 0) unknown++;
-          else shards[at >>> 24]!.pushFrameRow(at & 0xffffff, frame, offsets[i]!);
+          else shards[at >>> 24]!.pushFrameRow(batches[at >>> 24]!, at & 0xffffff, offsets[i]!);
         }
+        for (let h = 0; h < shards.length; h++) if (batches[h] !== null) shards[h]!.endFrame();
         return { unknown };
       }
       for (let i = 0; i < agents.count; i++) {

@@ -82,23 +82,33 @@ export class SessionShard {
   }
 
   /**
-   * Appends the row of the agent in `slot` whose values start at byte `offset` of `frame` (FrameRows: checked
-   * by the protocol, decoded by the host). The hot path of snapshots: two numbers per row.
+   * Rows of `frame` follow (FrameRows: checked by the protocol, decoded by the host): call before pushing
+   * them with pushFrameRow, and endFrame() after. The hot path of snapshots: two numbers per row.
    */
-  pushFrameRow(slot: number, frame: Uint8Array, offset: number): void {
+  startFrame(frame: Uint8Array): FrameBatch {
     let b = this.frameRows;
     if (b === null) b = this.frameRows = this.spareFrameRows.pop() ?? newFrameBatch(Math.max(MIN_ROWS, this.count));
+    if (b.frames.length === 0 || b.frames[b.frames.length - 1] !== frame) {
+      b.frames.push(frame);
+      b.ends.push(b.count);
+    }
+    return b;
+  }
+
+  /** Appends the row of the agent in `slot` whose values start at byte `offset` of the frame of startFrame(). */
+  pushFrameRow(b: FrameBatch, slot: number, offset: number): void {
     const i = b.count;
-    const frames = b.frames;
-    const last = frames.length - 1;
-    if (last < 0 || frames[last] !== frame) {
-      frames.push(frame);
-      b.ends.push(i + 1);
-    } else b.ends[last] = i + 1;
     if (i === b.slots.length) growFrameRows(b);
     b.slots[i] = slot;
     b.offsets[i] = offset;
     b.count = i + 1;
+  }
+
+  /** The rows of the frame are in: its end is where the next frame's rows start. */
+  endFrame(): void {
+    const b = this.frameRows;
+    if (b === null) return;
+    b.ends[b.ends.length - 1] = b.count;
   }
 
   /** Appends one positional row `[id, v1, v2, ...]` for the agent in `slot`; missing values read null. */
@@ -145,8 +155,12 @@ export class SessionShard {
     const cursor = new FrameCursor();
     const row: unknown[] = Array.from({ length: this.width + 1 }, () => null);
     let j = -1;
+    let end = 0;
     for (let i = 0; i < b.count; i++) {
-      if (j < 0 || i >= b.ends[j]!) cursor.frame(b.frames[++j]!);
+      if (i >= end) {
+        while (i >= end) end = b.ends[++j]!;
+        cursor.frame(b.frames[j]!);
+      }
       cursor.pos = b.offsets[i]!;
       for (let k = 1; k <= this.width; k++) row[k] = cursor.next();
       this.writeRow(b.slots[i]!, row);
