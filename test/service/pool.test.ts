@@ -221,7 +221,7 @@ describe.each([
 
   it('rows left in their frame (the service\'s fast path) reach the tree exactly as rows sent as arrays', async () => {
     const s = open();
-    const values: unknown[] = [[3, 4], [], Array.from({ length: 15 }, (_, k) => k * 0.5), [1, -2, 300, 70000], 'text', '', null, true, false, -7.25, 2 ** 40, -3, 200];
+    const values: unknown[] = [[3, 4], [0.5, -1.25], [7, 0.5], [], Array.from({ length: 15 }, (_, k) => k * 0.5), [1, -2, 300, 70000], 'text', '', null, true, false, -7.25, 2 ** 40, -3, 200];
     const ids = values.map((_, i) => (i % 3 === 0 ? i + 1 : i % 3 === 1 ? `p${i}` : 1000 + i));
     pool.spawn(s, ids.map((id) => ({ id, tree: 'guard' })));
     const rows = ids.map((id, i) => [id, 100, false, 0, values[i]]);

@@ -91,11 +91,11 @@ export type FrameRowWriter = (obs: Record<string, unknown>, cursor: FrameCursor)
 /** A frame row writer for these fields: generated constant-name stores, as rowWriter (a loop without code generation). */
 export function frameRowWriter(fields: readonly string[]): FrameRowWriter {
   if (CODE_GENERATION) {
-    // The common forms inline (a float64, a small integer, nil, booleans); anything else through the cursor.
+    // The common forms inline (a float64, a small integer, nil, booleans, a pair of float64s); anything else through the cursor.
     const body = joinCode(
       fields.map(
         (f) =>
-          js`  t = b[p];\n  if (t === 0xcb) { obs[${literal(f)}] = dv.getFloat64(p + 1); p += 9; }\n  else if (t <= 0x7f) { obs[${literal(f)}] = t; p++; }\n  else if (t === 0xc0) { obs[${literal(f)}] = null; p++; }\n  else if (t === 0xc3) { obs[${literal(f)}] = true; p++; }\n  else if (t === 0xc2) { obs[${literal(f)}] = false; p++; }\n  else { cursor.pos = p; obs[${literal(f)}] = cursor.next(); p = cursor.pos; }\n`,
+          js`  t = b[p];\n  if (t === 0xcb) { obs[${literal(f)}] = dv.getFloat64(p + 1); p += 9; }\n  else if (t <= 0x7f) { obs[${literal(f)}] = t; p++; }\n  else if (t === 0xc0) { obs[${literal(f)}] = null; p++; }\n  else if (t === 0xc3) { obs[${literal(f)}] = true; p++; }\n  else if (t === 0xc2) { obs[${literal(f)}] = false; p++; }\n  else if (t === 0x92 && b[p + 1] === 0xcb && b[p + 10] === 0xcb) { obs[${literal(f)}] = [dv.getFloat64(p + 2), dv.getFloat64(p + 11)]; p += 19; }\n  else { cursor.pos = p; obs[${literal(f)}] = cursor.next(); p = cursor.pos; }\n`,
       ),
     );
     const source = js`return function writeFrameRow(obs, cursor) {\n  const b = cursor.bytes;\n  const dv = cursor.view;\n  let p = cursor.pos;\n  let t;\n${body}  cursor.pos = p;\n};`;
