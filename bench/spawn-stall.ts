@@ -60,6 +60,9 @@ class Capture extends PoolRouter {
   protected shareWorld(world: unknown): WorldUpdate {
     return { value: world };
   }
+  protected shareFrame(bytes: Uint8Array): Uint8Array {
+    return bytes;
+  }
   protected elu(): number {
     return 0;
   }

@@ -27,6 +27,7 @@ const tickOf = (session: string, req: number): TickOrder => ({
   bb: null,
   objects: null,
   rows: null,
+  frameRows: null,
   results: null,
   world: null,
   spare: null,
