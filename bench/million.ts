@@ -99,7 +99,7 @@ const parts: Record<string, { heap: number; external: number }> = {};
 /** Tick `n` of session 's' on a host, with the input buffered in `shard` (none: null). */
 function tickOrder(n: number, shard: SessionShard | null): ToHost {
   return {
-    t: 'tick', req: n, session: 's', time: n * 0.05, dt: 0.05, clear: false, bb: null, objects: null, rows: null, results: null,
+    t: 'tick', req: n, session: 's', time: n * 0.05, dt: 0.05, clear: false, bb: null, objects: null, rows: null, frameRows: null, results: null,
     world: null, spare: null, tick: n, ...(shard === null ? {} : shard.take()),
   };
 }
