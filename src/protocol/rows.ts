@@ -179,18 +179,25 @@ function readFrame(width: number, inFrame: boolean): FastSnapshot | undefined {
   return { fields, rows };
 }
 
-function readRows(width: number): ColumnRows | undefined {
-  if (pos >= end) return undefined;
+/** Reads a MessagePack array header at `pos`: its length, or -1 (and `pos` wherever it stopped) when there is none. */
+function listHeader(): number {
+  if (pos >= end) return -1;
   const b = src[pos++]!;
-  let count: number;
-  if (b >= 0x90 && b <= 0x9f) count = b & 0x0f;
-  else if (b === 0xdc && pos + 2 <= end) {
-    count = view.getUint16(pos);
+  if (b >= 0x90 && b <= 0x9f) return b & 0x0f;
+  if (b === 0xdc && pos + 2 <= end) {
     pos += 2;
-  } else if (b === 0xdd && pos + 4 <= end) {
-    count = view.getUint32(pos);
+    return view.getUint16(pos - 2);
+  }
+  if (b === 0xdd && pos + 4 <= end) {
     pos += 4;
-  } else return undefined;
+    return view.getUint32(pos - 4);
+  }
+  return -1;
+}
+
+function readRows(width: number): ColumnRows | undefined {
+  const count = listHeader();
+  if (count < 0) return undefined;
   // Every row takes at least one byte per value; the ordinary path reports lists above the limit.
   if (count > LIMITS.maxListLength || count * (width + 1) > end - pos) return undefined;
   const header = 0x90 + width + 1;
@@ -296,17 +303,8 @@ function readRows(width: number): ColumnRows | undefined {
  * it keeps each row's id and the offset of its first value, for a FrameCursor on the thread owning the agent.
  */
 function scanRows(width: number): FrameRows | undefined {
-  if (pos >= end) return undefined;
-  const b = src[pos++]!;
-  let count: number;
-  if (b >= 0x90 && b <= 0x9f) count = b & 0x0f;
-  else if (b === 0xdc && pos + 2 <= end) {
-    count = view.getUint16(pos);
-    pos += 2;
-  } else if (b === 0xdd && pos + 4 <= end) {
-    count = view.getUint32(pos);
-    pos += 4;
-  } else return undefined;
+  const count = listHeader();
+  if (count < 0) return undefined;
   if (count > LIMITS.maxListLength || count * (width + 1) > end - pos) return undefined;
   const header = 0x90 + width + 1;
   if (width + 1 > 15) return undefined;

@@ -2,7 +2,7 @@
 // blocks of length-delimited records. Shared by the writer (service), the reader, replay and the inspector.
 
 import { crc32 } from 'node:zlib';
-import type { AgentId, DecisionsFields } from '../protocol/index.js';
+import { isPackedRows, unpackRows, type AgentId, type DecisionsFields, type SnapshotMessage } from '../protocol/index.js';
 import { Codec } from './codec.js';
 
 /** First bytes of every recording file written now (8 bytes: name and file format version). */
@@ -184,4 +184,20 @@ export function parsePartFileName(name: string): { recording: string; part: numb
   const m = /^(.+)\.p(\d{3,})\.canopyrec$/.exec(name);
   if (m === null || !SAFE_NAME.test(name)) return null;
   return { recording: m[1]!, part: Number(m[2]) };
+}
+
+/**
+ * A snapshot that arrived without its wire bytes (over HTTP, or built by a tool), as the fields a record of it
+ * holds: packed rows back in their list form, absent fields left out.
+ */
+export function snapshotRecordFields(msg: SnapshotMessage): Record<string, unknown> {
+  const agents = msg.agents !== undefined && isPackedRows(msg.agents) ? unpackRows(msg.agents) : msg.agents;
+  return {
+    tick: msg.tick,
+    ...(msg.time !== undefined ? { time: msg.time } : {}),
+    ...(msg.world !== undefined ? { world: msg.world } : {}),
+    ...(agents !== undefined ? { agents } : {}),
+    ...(msg.results !== undefined ? { results: msg.results } : {}),
+    ...(msg.full !== undefined ? { full: msg.full } : {}),
+  };
 }

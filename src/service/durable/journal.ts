@@ -3,8 +3,9 @@
 // export of every agent, plus the session's clocks) every checkpointMs of session time, which trims the log.
 
 import { serialize } from 'node:v8';
-import { encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type LodEntry, type SnapshotMessage } from '../../protocol/index.js';
+import { encode, type ActionResult, type AgentId, type BlackboardEntry, type LodEntry, type SnapshotMessage } from '../../protocol/index.js';
 import { EntryBuilder, Kind } from '../../durable/log.js';
+import { snapshotRecordFields } from '../../record/format.js';
 import type { DurableStore, WriteOutcome } from '../../durable/store.js';
 import type { AgentPool, SessionExport, SpawnEntry } from '../pool/index.js';
 import type { DurableTap, Session } from '../sessions/session.js';
@@ -117,19 +118,7 @@ export class SessionJournal implements DurableTap {
       this.entry.bytesRecord(Kind.SNAPSHOT_FRAME, raw);
       return;
     }
-    const agents = msg.agents !== undefined && isPackedRows(msg.agents) ? unpackRows(msg.agents) : msg.agents;
-    this.entry.bytesRecord(
-      Kind.SNAPSHOT,
-      encode({
-        t: 'snapshot',
-        tick: msg.tick,
-        ...(msg.time !== undefined ? { time: msg.time } : {}),
-        ...(msg.world !== undefined ? { world: msg.world } : {}),
-        ...(agents !== undefined ? { agents } : {}),
-        ...(msg.results !== undefined ? { results: msg.results } : {}),
-        ...(msg.full !== undefined ? { full: msg.full } : {}),
-      }),
-    );
+    this.entry.bytesRecord(Kind.SNAPSHOT, encode({ t: 'snapshot', ...snapshotRecordFields(msg) }));
   }
 
   tick(tick: number, time: number, dt: number, basedOn: number | undefined): void {

@@ -2,8 +2,8 @@
 // of src/record's format. Inputs are logged where the session hands them to the pool, ticks where they
 // start, decisions as encoded for the wire. A copy into the writer's block per call; the disk is the writer's job.
 
-import { encodeDecisions, encode, unpackRows, isPackedRows, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type LodEntry, type SnapshotMessage } from '../../protocol/index.js';
-import { hasContent, Kind } from '../../record/format.js';
+import { encodeDecisions, encode, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type LodEntry, type SnapshotMessage } from '../../protocol/index.js';
+import { hasContent, Kind, snapshotRecordFields } from '../../record/format.js';
 import type { RecordingWriter } from '../../record/writer.js';
 import type { SpawnEntry } from '../pool/index.js';
 import type { SessionTap } from '../sessions/session.js';
@@ -49,18 +49,7 @@ export class SessionRecorder implements SessionTap {
       this.writer.bytes(Kind.SNAPSHOT_FRAME, raw);
       return;
     }
-    const agents = msg.agents !== undefined && isPackedRows(msg.agents) ? unpackRows(msg.agents) : msg.agents;
-    this.writer.bytes(
-      Kind.SNAPSHOT,
-      encode({
-        tick: msg.tick,
-        ...(msg.time !== undefined ? { time: msg.time } : {}),
-        ...(msg.world !== undefined ? { world: msg.world } : {}),
-        ...(agents !== undefined ? { agents } : {}),
-        ...(msg.results !== undefined ? { results: msg.results } : {}),
-        ...(msg.full !== undefined ? { full: msg.full } : {}),
-      }),
-    );
+    this.writer.bytes(Kind.SNAPSHOT, encode(snapshotRecordFields(msg)));
   }
 
   tick(tick: number, time: number, dt: number, basedOn: number | undefined): void {
