@@ -69,7 +69,10 @@ async function withTarget<T>(workers: number, use: (target: Target) => Promise<T
           trees: treesFolderFor(o.tree),
           ...(o.serviceNode !== undefined ? { node: o.serviceNode } : {}),
           nodeArgs: [...o.nodeArgs, ...(o.cpuProf !== undefined ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProf] : [])],
-          ...(recordDir !== null ? { env: { CANOPY_RECORD: 'all', CANOPY_RECORD_DIR: recordDir, CANOPY_RECORD_MAX_TOTAL_BYTES: '0' } } : {}),
+          env: {
+            ...(recordDir !== null ? { CANOPY_RECORD: 'all', CANOPY_RECORD_DIR: recordDir, CANOPY_RECORD_MAX_TOTAL_BYTES: '0' } : {}),
+            ...(o.redis !== null ? { CANOPY_REDIS_URL: o.redis } : {}),
+          },
         });
   try {
     return await use(target);

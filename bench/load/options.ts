@@ -43,6 +43,8 @@ export interface LoadOptions {
   readonly watch: readonly number[];
   /** Record every session (CANOPY_RECORD=all): off, on, or both (each run twice, off then on, compared). */
   readonly record: 'off' | 'on' | 'both';
+  /** A Redis URL given to the started service as CANOPY_REDIS_URL (durable sessions); null: none. */
+  readonly redis: string | null;
   /** Agent id styles (bench/load/ids.ts), one run each; default dense. */
   readonly ids: readonly IdStyle[];
   /** Burst runs instead of the steady load (bench/load/burst.ts); null: none. */
@@ -85,6 +87,8 @@ Simulates game servers driving Canopy and reports what the service sustained.
                            values: one run each, compared (e.g. 0,10: the capacity cost of watching) (default 0)
   --record off|on|both     record every session (CANOPY_RECORD=all) in a temp folder; both: each run
                            without then with recording, compared (CPU, latency, bytes per agent-tick)
+  --redis URL              the started service keeps its sessions in this Redis (CANOPY_REDIS_URL): the
+                           capacity cost of durable sessions (run once without, once with)
   --ids S[,S...]           agent ids: dense (0..N-1), sparse (k*1,000,000 + i for game server k) or
                            string ("npc-k-i"); several: one run each                   (default dense)
   --burst spawn|start|both spawn: while --sessions game servers tick, a newcomer spawns --burst-agents
@@ -135,6 +139,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         'cpu-prof': { type: 'string' },
         watch: { type: 'string', default: '0' },
         record: { type: 'string', default: 'off' },
+        redis: { type: 'string' },
         ids: { type: 'string', default: 'dense' },
         burst: { type: 'string' },
         'burst-agents': { type: 'string', default: '10000' },
@@ -163,6 +168,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
   if (url !== undefined && (v['cpu-prof'] !== undefined || v['service-node'] !== undefined || v['node-args'] !== undefined)) {
     throw new OptionsError('--cpu-prof, --service-node and --node-args apply to a service the generator starts (not with --url)');
   }
+  if (url !== undefined && v.redis !== undefined) throw new OptionsError('--redis applies to a service the generator starts (not with --url)');
   if (url !== undefined && v.record !== 'off') throw new OptionsError('--record applies to a service the generator starts (not with --url)');
   const workers = (v.workers ?? '2').split(',').map((w) => integer('--workers', w.trim(), 0, 64));
   const watch = v.watch.split(',').map((w) => integer('--watch', w.trim(), 0, 1000));
@@ -206,6 +212,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     nodeArgs: v['node-args'] === undefined ? [] : v['node-args'].split(/\s+/).filter((a) => a !== ''),
     cpuProf: v['cpu-prof'],
     watch,
+    redis: v.redis ?? null,
     record: v.record === 'off' || v.record === 'on' || v.record === 'both' ? v.record : bad('--record', 'off, on or both', v.record),
     ids,
     burst,
