@@ -51,11 +51,8 @@ export interface TreesNotice {
   readonly kept: number;
 }
 
-/**
- * Sees what a session hands the pool and what each tick decided, in that order (the flight recorder,
- * src/service/recording/recorder.ts). Called synchronously; must not throw and must not wait.
- */
-export interface SessionTap {
+/** The inputs a session applies, in the order it applies them: what the recorder and the durable journal both log. */
+export interface InputTap {
   spawn(entries: readonly SpawnEntry[]): void;
   despawn(ids: readonly AgentId[]): void;
   bb(set: readonly BlackboardEntry[]): void;
@@ -66,6 +63,13 @@ export interface SessionTap {
   snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void;
   /** A tick starts now: inputs before this call take effect in it, inputs after it in the next one. */
   tick(tick: number, time: number, dt: number, basedOn: number | undefined): void;
+}
+
+/**
+ * Sees what a session hands the pool and what each tick decided, in that order (the flight recorder,
+ * src/service/recording/recorder.ts). Called synchronously; must not throw and must not wait.
+ */
+export interface SessionTap extends InputTap {
   /** The tick's decisions; returns the frame when it encoded one, so a lockstep connection sends those bytes (encoded once). */
   decisions(d: DecisionsFields): Buffer | undefined;
   ended(): void;
@@ -76,15 +80,7 @@ export interface SessionTap {
  * the moment each tick order has gone to the pool (when a checkpoint can be taken without holding the tick).
  * Called synchronously; must not throw and must not wait.
  */
-export interface DurableTap {
-  spawn(entries: readonly SpawnEntry[]): void;
-  despawn(ids: readonly AgentId[]): void;
-  bb(set: readonly BlackboardEntry[]): void;
-  results(results: readonly ActionResult[]): void;
-  /** Level of detail: new tick intervals (a `lod` message), in force from the next tick. */
-  lod(entries: readonly LodEntry[]): void;
-  snapshot(msg: SnapshotMessage, raw: Uint8Array | undefined): void;
-  tick(tick: number, time: number, dt: number, basedOn: number | undefined): void;
+export interface DurableTap extends InputTap {
   /** The tick order of `tick` just went to the pool (its replies not yet in). */
   tickSent(tick: number, time: number): void;
   /**
