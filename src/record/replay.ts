@@ -219,7 +219,7 @@ export class ReplaySession {
     if (mine.tick < this.compareFrom) return;
     this.compared++;
     if (this.difference !== null) return;
-    if (recorded !== null && expectFrame && recorded.equals(mine.frame)) return;
+    if (recorded !== null && expectFrame && mine.matches(recorded)) return;
     this.difference = { tick: mine.tick, recorded: recorded === null ? null : decode(recorded), replayed: expectFrame ? decode(mine.frame) : null };
   }
 }

@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { createAgentPool, type AgentPool } from '../service/pool/index.js';
 import { InlinePool } from '../service/pool/inline.js';
 import type { TreeLookup } from '../service/pool/host.js';
+import { matchesDecisions } from './match.js';
 import { Kind, type RecordingHeader, type SpawnRecord, type TickRecord, type TreeTable, type TreesReload } from './format.js';
 
 const SESSION = 'replay';
@@ -48,11 +49,28 @@ class Trees implements TreeLookup {
 }
 
 /** What one tick of a run produced. */
-export interface TickOutcome {
+export class TickOutcome {
   readonly tick: number;
   readonly decisions: DecisionsFields;
-  /** The frame as the service would send it (lockstep: always; fixed: only when it has content). */
-  readonly frame: Buffer;
+  private encoded: Buffer | null = null;
+
+  constructor(tick: number, decisions: DecisionsFields) {
+    this.tick = tick;
+    this.decisions = decisions;
+  }
+
+  /**
+   * The frame as the service would send it (lockstep: always; fixed: only when it has content), encoded on
+   * first use: exact replay proves most frames equal without encoding them (`matches`).
+   */
+  get frame(): Buffer {
+    return (this.encoded ??= encodeDecisions(this.decisions));
+  }
+
+  /** True when `recorded` is byte for byte this tick's frame. */
+  matches(recorded: Uint8Array): boolean {
+    return matchesDecisions(recorded, this.decisions) || Buffer.from(recorded.buffer, recorded.byteOffset, recorded.byteLength).equals(this.frame);
+  }
 }
 
 /** Decides, per result, whether it reaches this run's agents (what-if filters results the changed trees did not ask for). */
@@ -165,7 +183,7 @@ export class ReplayRun {
       done: d.done,
       errors: d.errors as DecisionsFields['errors'],
     };
-    return { tick: t.tick, decisions, frame: encodeDecisions(decisions) };
+    return new TickOutcome(t.tick, decisions);
   }
 
   /** The engine's Agent `id` at this point of the run, or null. */

@@ -141,7 +141,7 @@ export async function whatIf(path: string, trees: TreeLibrary, opts: WhatIfOptio
       opts.onTick?.(t.tick);
       if (!inRange(t.tick)) continue;
       ticks++;
-      if (a.frame.equals(b.frame)) continue;
+      if (b.matches(a.frame)) continue;
       ticksDiffering++;
       const ga = byAgent(a.decisions);
       const gb = byAgent(b.decisions);
