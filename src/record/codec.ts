@@ -22,6 +22,7 @@ type Callback = (err: Error | null, out: Buffer) => void;
 interface ZstdFunctions {
   readonly createZstdCompress?: (options: { params: Record<number, number>; chunkSize: number }) => Transform;
   readonly zstdDecompressSync?: (buf: Uint8Array, options: { chunkSize: number }) => Buffer;
+  readonly zstdDecompress?: (buf: Uint8Array, options: { chunkSize: number }, cb: Callback) => void;
 }
 const zstd = zlib as unknown as ZstdFunctions;
 const constants = zlib.constants as unknown as Readonly<Record<string, number | undefined>>;
@@ -142,4 +143,25 @@ export function decompressBlock(codec: number, body: Uint8Array, rawLength: numb
     return zstd.zstdDecompressSync(body, { chunkSize });
   }
   throw new CodecError(`a block uses ${codecName(codec)}, which this Canopy does not know (a newer Canopy wrote it)`);
+}
+
+/**
+ * decompressBlock on libuv's thread pool: a reader decompresses the next block while the records of the
+ * current one are applied (replay). Rejects with the same CodecError.
+ */
+export function decompressBlockAsync(codec: number, body: Uint8Array, rawLength: number): Promise<Buffer> {
+  const chunkSize = Math.max(64 * 1024, rawLength);
+  return new Promise((resolve, reject) => {
+    const done: Callback = (err, out) => (err === null ? resolve(out) : reject(err));
+    if (codec === Codec.BROTLI) zlib.brotliDecompress(body, { chunkSize }, done);
+    else if (codec === Codec.ZSTD && zstd.zstdDecompress !== undefined) zstd.zstdDecompress(body, { chunkSize }, done);
+    else {
+      // The synchronous path words the error (zstd missing here, or a codec this Canopy does not know).
+      try {
+        resolve(decompressBlock(codec, body, rawLength));
+      } catch (err) {
+        reject(err instanceof Error ? err : new Error(String(err)));
+      }
+    }
+  });
 }

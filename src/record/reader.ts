@@ -5,7 +5,7 @@ import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { decode } from '../protocol/index.js';
-import { CodecError, decompressBlock } from './codec.js';
+import { CodecError, decompressBlock, decompressBlockAsync } from './codec.js';
 import {
   blockHeaderBytes,
   FORMAT_VERSION,
@@ -94,6 +94,21 @@ export class RecordingReader {
     }
   }
 
+  /**
+   * The same records as `records()`, each block decompressed on libuv's thread pool while the caller works
+   * on the records of the block before (replay: decompression overlaps ticking).
+   */
+  async *recordsAhead(): AsyncGenerator<RawRecord> {
+    for (const part of this.parts) {
+      const problems: string[] = [];
+      yield* readPartAhead(part, problems);
+      if (problems.length > 0) {
+        this.problem = problems[0]!;
+        return;
+      }
+    }
+  }
+
   /** The blocks of every part with their offsets and tick ranges, read from block headers only. */
   index(): IndexEntry[] {
     return this.parts.flatMap((part) => partIndex(part));
@@ -128,6 +143,45 @@ export function partIndex(part: string): IndexEntry[] {
 
 /** The records of one part file; a damaged or cut-off block ends it (reported in `problems` when given). */
 function* readPart(path: string, problems: string[] | null): Generator<RawRecord> {
+  for (const block of partBlocks(path, problems)) yield* blockRecords(decompress(block, path));
+}
+
+/**
+ * The records of one part file like readPart, each block decompressed on libuv's thread pool while the
+ * records of the block before it are handed out: the caller's work and the decompression overlap.
+ */
+async function* readPartAhead(path: string, problems: string[]): AsyncGenerator<RawRecord> {
+  const blocks = partBlocks(path, problems);
+  const start = (): Promise<Buffer> | null => {
+    const r = blocks.next();
+    if (r.done === true) return null;
+    const block = r.value;
+    const p = decompressBlockAsync(block.codec, block.body, block.raw).catch((err: unknown) => {
+      throw err instanceof CodecError ? new RecordingError(`${basename(path)}: ${err.message}`) : err;
+    });
+    // Awaited below; until then a rejection must not count as unhandled (the reader may stop first).
+    p.catch(() => undefined);
+    return p;
+  };
+  try {
+    let next = start();
+    while (next !== null) {
+      const raw = await next;
+      next = start();
+      yield* blockRecords(raw);
+    }
+  } finally {
+    blocks.return(undefined);
+  }
+}
+
+/** A block read from a part file: its header and compressed bytes (checksum verified). */
+interface CompressedBlock extends BlockInfo {
+  readonly body: Buffer;
+}
+
+/** The blocks of one part file, checked against their checksums; a damaged or cut-off block ends it. */
+function* partBlocks(path: string, problems: string[] | null): Generator<CompressedBlock> {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -156,25 +210,32 @@ function* readPart(path: string, problems: string[] | null): Generator<RawRecord
         problems?.push(`${basename(path)}: the block at byte ${offset} is damaged (checksum)`);
         return;
       }
-      let raw: Buffer;
-      try {
-        raw = decompressBlock(info.codec, body, info.raw);
-      } catch (err) {
-        if (err instanceof CodecError) throw new RecordingError(`${basename(path)}: ${err.message}`);
-        throw err;
-      }
-      let at = 0;
-      while (at + 5 <= raw.length) {
-        const kind = raw[at] as Kind;
-        const length = raw.readUInt32LE(at + 1);
-        if (at + 5 + length > raw.length) break;
-        yield { kind, payload: raw.subarray(at + 5, at + 5 + length) };
-        at += 5 + length;
-      }
+      yield { ...info, body };
       offset += headerBytes + info.compressed;
     }
   } finally {
     closeSync(fd);
+  }
+}
+
+function decompress(block: CompressedBlock, path: string): Buffer {
+  try {
+    return decompressBlock(block.codec, block.body, block.raw);
+  } catch (err) {
+    if (err instanceof CodecError) throw new RecordingError(`${basename(path)}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** The records of a decompressed block (a record cut off at its end is left out). */
+function* blockRecords(raw: Buffer): Generator<RawRecord> {
+  let at = 0;
+  while (at + 5 <= raw.length) {
+    const kind = raw[at] as Kind;
+    const length = raw.readUInt32LE(at + 1);
+    if (at + 5 + length > raw.length) break;
+    yield { kind, payload: raw.subarray(at + 5, at + 5 + length) };
+    at += 5 + length;
   }
 }
 

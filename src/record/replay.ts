@@ -59,7 +59,7 @@ export class ReplaySession {
   private readonly opts: ReplayOptions;
   private readonly catalogPromise: ReturnType<typeof loadCatalog> | null;
   private run: ReplayRun | undefined;
-  private records!: Generator<RawRecord>;
+  private records: AsyncGenerator<RawRecord> | null = null;
   private current: TickOutcome | null = null;
   /** The replayed frame of the last tick, until the recorded one is read. */
   private unmatched: TickOutcome | null = null;
@@ -114,6 +114,7 @@ export class ReplaySession {
 
   /** Releases worker threads (with `workers`); the session cannot run further. */
   async close(): Promise<void> {
+    await this.records?.return(undefined);
     await this.run?.close();
     this.run = undefined;
   }
@@ -121,7 +122,7 @@ export class ReplaySession {
   /** Runs the next tick; false at the end of the recording. */
   async next(): Promise<boolean> {
     for (;;) {
-      const r = this.records.next();
+      const r = await this.records!.next();
       if (r.done === true) {
         this.finished = true;
         this.settle(null);
@@ -144,7 +145,7 @@ export class ReplaySession {
   async seek(tick: number): Promise<void> {
     if (this.current !== null && tick < this.current.tick) await this.restart();
     while (!this.finished && (this.current === null || this.current.tick < tick)) {
-      if (!this.peekTickAtMost(tick)) return;
+      if (!(await this.peekTickAtMost(tick))) return;
       await this.next();
     }
   }
@@ -152,11 +153,11 @@ export class ReplaySession {
   private pending: RawRecord[] = [];
 
   /** True if the next TICK record is at or before `tick`. Looks ahead without applying anything. */
-  private peekTickAtMost(tick: number): boolean {
+  private async peekTickAtMost(tick: number): Promise<boolean> {
     const ahead: RawRecord[] = [];
     try {
       for (;;) {
-        const r = this.records.next();
+        const r = await this.records!.next();
         if (r.done === true) return ahead.length > 0;
         ahead.push(r.value);
         if (r.value.kind === Kind.TICK) return readTick(r.value.payload).tick <= tick;
@@ -178,22 +179,26 @@ export class ReplaySession {
       });
     }
     this.pending = [];
+    await this.records?.return(undefined);
     this.records = this.withPending(RecordingReader.open(this.path));
     this.current = null;
     this.unmatched = null;
     this.finished = false;
   }
 
-  /** The reader's records, after any looked-ahead records held back in `pending`. */
-  private *withPending(reader: RecordingReader): Generator<RawRecord> {
-    const inner = reader.records();
+  /**
+   * The reader's records, after any looked-ahead records held back in `pending`. Blocks are decompressed on
+   * libuv's thread pool one ahead of the records being applied.
+   */
+  private async *withPending(reader: RecordingReader): AsyncGenerator<RawRecord> {
+    const inner = reader.recordsAhead();
     for (;;) {
       const held = this.pending.shift();
       if (held !== undefined) {
         yield held;
         continue;
       }
-      const r = inner.next();
+      const r = await inner.next();
       if (r.done === true) {
         this.reader.problem = reader.problem;
         return;

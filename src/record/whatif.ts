@@ -130,7 +130,7 @@ export async function whatIf(path: string, trees: TreeLibrary, opts: WhatIfOptio
   let ticksDiffering = 0;
   let unanswered = 0;
 
-  for (const { kind, payload } of reader.records()) {
+  for await (const { kind, payload } of reader.recordsAhead()) {
     if (kind === Kind.TICK) {
       const t = readTick(payload);
       if (opts.to !== undefined && t.tick > opts.to) break;
