@@ -44,9 +44,9 @@ function matchFrame(d: DecisionsFields): boolean {
   if (!matchString('t') || !matchString('decisions')) return false;
   if (!matchString('tick') || !matchValue(d.tick)) return false;
   if (d.basedOn !== undefined && (!matchString('basedOn') || !matchValue(d.basedOn))) return false;
-  if (actions !== null && (!matchString('actions') || !matchArray(actions))) return false;
-  if (cancels !== null && (!matchString('cancels') || !matchArray(cancels))) return false;
-  if (done !== null && (!matchString('done') || !matchArray(done))) return false;
+  if (actions !== null && (!matchString('actions') || !matchTuples(actions))) return false;
+  if (cancels !== null && (!matchString('cancels') || !matchTuples(cancels))) return false;
+  if (done !== null && (!matchString('done') || !matchTuples(done))) return false;
   if (errors !== null && (!matchString('errors') || !matchArray(errors))) return false;
   return true;
 }
@@ -62,6 +62,33 @@ function matchArrayHeader(length: number): boolean {
   }
   if (b[pos] !== 0xdd || pos + 5 > b.length || view.getUint32(pos + 1) !== length) return false;
   pos += 5;
+  return true;
+}
+
+/** A list of decision tuples (`[id, seq, name, args]`, `[id, seq]`, `[id, status]`): the common forms inline. */
+function matchTuples(list: ReadonlyArray<readonly unknown[]>): boolean {
+  const n = list.length;
+  if (!matchArrayHeader(n)) return false;
+  for (let i = 0; i < n; i++) {
+    const t = list[i]!;
+    // Anything but a plain array (msgpackr writes only those as arrays) goes the general way.
+    if ((t as { constructor?: unknown }).constructor !== Array) return matchValueAt(list, i, n);
+    const width = t.length;
+    if (width >= 0x10 || src[pos++] !== (0x90 | width)) return false;
+    for (let k = 0; k < width; k++) {
+      const v = t[k];
+      // Ids and seqs below 128 are one byte: the most common value of a decisions frame.
+      if (typeof v === 'number' && v >= 0 && v < 0x80 && (v | 0) === v) {
+        if (src[pos++] !== v) return false;
+      } else if (!matchValue(v)) return false;
+    }
+  }
+  return true;
+}
+
+/** The rest of a list from item `from` on, item by item (a list whose items are not all tuples). */
+function matchValueAt(list: readonly unknown[], from: number, n: number): boolean {
+  for (let i = from; i < n; i++) if (!matchValue(list[i])) return false;
   return true;
 }
 
