@@ -112,7 +112,9 @@ export class ReplayRun {
     // Workers load trees from a folder: the recorded definitions are written to one.
     const folder = await mkdtemp(join(tmpdir(), 'canopy-replay-trees-'));
     for (const name of library.names()) await writeFile(join(folder, `${name}.json`), JSON.stringify(library.definition(name)));
-    const pool = await createAgentPool({ trees: folder, workers, library, ...(opts.plugins !== undefined ? { plugins: opts.plugins } : {}) });
+    // No crash recovery (checkpointMs < 0): a replay has nothing to restore agents for, and each worker
+    // packing every agent into a checkpoint and posting it to this thread cost more than the ticking.
+    const pool = await createAgentPool({ trees: folder, workers, library, checkpointMs: -1, ...(opts.plugins !== undefined ? { plugins: opts.plugins } : {}) });
     await pool.ready();
     const run = new ReplayRun(header, catalog, { pool, library });
     run.folder = folder;
