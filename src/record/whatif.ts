@@ -130,7 +130,7 @@ export async function whatIf(path: string, trees: TreeLibrary, opts: WhatIfOptio
   let ticksDiffering = 0;
   let unanswered = 0;
 
-  for await (const { kind, payload } of reader.recordsAhead()) {
+  for (const { kind, payload } of reader.records()) {
     if (kind === Kind.TICK) {
       const t = readTick(payload);
       if (opts.to !== undefined && t.tick > opts.to) break;
@@ -141,7 +141,7 @@ export async function whatIf(path: string, trees: TreeLibrary, opts: WhatIfOptio
       opts.onTick?.(t.tick);
       if (!inRange(t.tick)) continue;
       ticks++;
-      if (b.matches(a.frame)) continue;
+      if (a.frame.equals(b.frame)) continue;
       ticksDiffering++;
       const ga = byAgent(a.decisions);
       const gb = byAgent(b.decisions);
