@@ -79,7 +79,8 @@ function reading(): Reading {
   gc!();
   gc!();
   const m = process.memoryUsage();
-  return { heap: m.heapUsed, external: m.external + m.arrayBuffers, rss: m.rss };
+  // `external` includes `arrayBuffers` (typed arrays' memory): adding both would count it twice.
+  return { heap: m.heapUsed, external: m.external, rss: m.rss };
 }
 function perAgent(a: Reading, b: Reading, n: number): { heap: number; external: number } {
   return { heap: (b.heap - a.heap) / n, external: (b.external - a.external) / n };

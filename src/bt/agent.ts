@@ -83,10 +83,6 @@ export class Agent implements ExprContext {
   self: unknown = null;
   /** The session's shared world state (`world` in expressions); set by whoever ticks the agent. */
   world: unknown = null;
-  /** Tree time of the current (or last) tick, seconds. */
-  time = 0;
-  /** Seconds since the previous tick. */
-  dt = 0;
   /** Last action seq issued (the next is seq + 1). */
   seq = 0;
   /** True once an error stopped the agent: it never ticks again. */
@@ -95,7 +91,13 @@ export class Agent implements ExprContext {
   out: DecisionSink = NULL_SINK;
   /** The recorder while the agent is watched (see `watch`); null otherwise: then ticks record nothing. */
   trace: Tracer | null = null;
-  private rngState: number;
+  /**
+   * The agent's time, dt and random generator state: three float64s in a chunk shared with other agents, at
+   * `clock`, `clock + 1`, `clock + 2`. As fields of their own, doubles (tree time) and uint32s (seeds) would each
+   * be boxed in a heap number of their own per agent: 48 bytes and three objects more per agent for the GC.
+   */
+  private readonly clockChunk: Float64Array;
+  private readonly clock: number;
 
   constructor(tree: CompiledTree, id: AgentId, options: AgentOptions = {}) {
     this.id = id;
@@ -104,9 +106,34 @@ export class Agent implements ExprContext {
     // Views into shared chunks: one ArrayBuffer per AGENTS_PER_CHUNK agents instead of one per agent.
     this.status = takeStatus(tree.nodeCount);
     this.slots = takeSlots(tree.slotCount);
+    this.clockChunk = slotChunk;
+    this.clock = takeClock();
     this.bb = tree.newBlackboard();
     if (options.bb !== undefined) Object.assign(this.bb, structuredClone(options.bb));
-    this.rngState = seedFor(id, options.seed);
+    this.clockChunk[this.clock + 2] = seedFor(id, options.seed);
+  }
+
+  /** Tree time of the current (or last) tick, seconds. */
+  get time(): number {
+    return this.clockChunk[this.clock]!;
+  }
+  set time(value: number) {
+    this.clockChunk[this.clock] = value;
+  }
+
+  /** Seconds since the previous tick. */
+  get dt(): number {
+    return this.clockChunk[this.clock + 1]!;
+  }
+  set dt(value: number) {
+    this.clockChunk[this.clock + 1] = value;
+  }
+
+  private get rngState(): number {
+    return this.clockChunk[this.clock + 2]!;
+  }
+  private set rngState(value: number) {
+    this.clockChunk[this.clock + 2] = value;
   }
 
   /**
@@ -323,14 +350,22 @@ function takeStatus(n: number): Uint8Array {
   statusUsed += (n + 7) & ~7;
   return v;
 }
+/** The clock's three float64s follow the agent's slots in the same chunk (takeSlots reserved them). */
+const CLOCK = 3;
 function takeSlots(n: number): Float64Array {
-  if (slotUsed + n > slotChunk.length) {
-    slotChunk = new Float64Array(Math.max(n, 1) * AGENTS_PER_CHUNK);
+  if (slotUsed + n + CLOCK > slotChunk.length) {
+    slotChunk = new Float64Array((n + CLOCK) * AGENTS_PER_CHUNK);
     slotUsed = 0;
   }
   const v = slotChunk.subarray(slotUsed, slotUsed + n);
   slotUsed += n;
   return v;
+}
+/** The agent's clock, right after the slots takeSlots just gave out (in `slotChunk`). */
+function takeClock(): number {
+  const at = slotUsed;
+  slotUsed += CLOCK;
+  return at;
 }
 
 const NULL_SINK: DecisionSink = {

@@ -75,7 +75,7 @@ describe('crash recovery (worker pool)', () => {
     await inline.close();
     expect(reference.flatMap((d) => d.errors)).toEqual([]);
     // checkpointMs 200: a checkpoint every 4 ticks of session time (50 ms a tick).
-    const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2, checkpointMs: 200 });
+    const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2, checkpointMs: 200, checkpointTicks: 1 });
     try {
       await pool.ready();
       const crashed = await run(pool, { 1: 0, 5: 1, 6: 1, 15: 0, 16: 1, 22: 0 });

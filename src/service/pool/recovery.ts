@@ -5,6 +5,8 @@ import type { CheckpointReply, FrameBatch, ResultBatch, RowBatch, TickOrder, ToH
 
 /** Default PoolOptions.checkpointMs. */
 export const DEFAULT_CHECKPOINT_MS = 2000;
+/** Default PoolOptions.checkpointTicks. */
+export const DEFAULT_CHECKPOINT_TICKS = 20;
 /** A log never holds more tick orders than this, whatever checkpointMs: memory and replay time stay bounded. */
 export const MAX_LOGGED_TICKS = 200;
 
@@ -17,6 +19,8 @@ interface SessionLog {
   orders: ToHost[];
   /** Tick orders among `orders`. */
   ticks: number;
+  /** Bytes of input (rows, results) the tick orders among `orders` hold, about. */
+  loggedBytes: number;
   /** Session time (`time` of the tick order, s) of the latest checkpoint requested. */
   requestedAt: number;
   /** The checkpoint on its way: its request id and how many of `orders` it covers. */
@@ -41,21 +45,27 @@ export class RecoveryJournal {
   /** Per worker: session name → its log. */
   private readonly hosts: Array<Map<string, SessionLog>>;
   private readonly everyMs: number;
+  private readonly minTicks: number;
   /** Checkpoints received, the workers' time spent packing them (ms) and the latest 100 packing times, for figures. */
   private checkpoints = 0;
   private packMs = 0;
   private readonly packTimes: number[] = [];
 
-  constructor(hostCount: number, everyMs: number) {
+  constructor(hostCount: number, everyMs: number, minTicks = DEFAULT_CHECKPOINT_TICKS) {
     this.hosts = Array.from({ length: hostCount }, () => new Map());
     this.everyMs = everyMs;
+    this.minTicks = minTicks;
   }
 
   /**
    * Logs an order on its way to worker `host`. Returns true when the session's checkpoint is due: the caller
    * then sends a `checkpoint` request right behind this tick order and reports it with `requested`. Due by
    * session time (`everyMs` of the ticks' `time`, so 40 ticks at 20 Hz whatever the machine's speed), or after
-   * MAX_LOGGED_TICKS ticks whatever the time says (a lockstep game may keep time still).
+   * MAX_LOGGED_TICKS ticks whatever the time says (a lockstep game may keep time still). Once due by time, it
+   * waits for `minTicks` logged ticks or logged input as large as the previous checkpoint, whichever first: a
+   * session ticking slowly (1 Hz) is not packed every other tick (at 1,000,000 agents that cost more CPU, garbage
+   * collection and memory than ticking), and a log of large inputs never outgrows a checkpoint for long. The
+   * first checkpoint of a session, and the first after a reload, are due by time alone.
    */
   record(host: number, msg: ToHost): boolean {
     const logs = this.hosts[host]!;
@@ -63,7 +73,7 @@ export class RecoveryJournal {
       case 'spawn': {
         let log = logs.get(msg.session);
         if (log === undefined) {
-          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, requestedAt: -Infinity, inflight: null, stops: [] };
+          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, loggedBytes: 0, requestedAt: -Infinity, inflight: null, stops: [] };
           logs.set(msg.session, log);
         }
         log.orders.push(msg);
@@ -74,7 +84,7 @@ export class RecoveryJournal {
         return false;
       case 'restore':
         // A session imported from another instance (durable sessions): its agents start from this checkpoint.
-        logs.set(msg.session, { fields: msg.fields, checkpoint: { agents: msg.count ?? 0, bytes: msg.bytes }, orders: [], ticks: 0, requestedAt: -Infinity, inflight: null, stops: [] });
+        logs.set(msg.session, { fields: msg.fields, checkpoint: { agents: msg.count ?? 0, bytes: msg.bytes }, orders: [], ticks: 0, loggedBytes: 0, requestedAt: -Infinity, inflight: null, stops: [] });
         return false;
       case 'drop':
         logs.delete(msg.session);
@@ -82,9 +92,14 @@ export class RecoveryJournal {
       case 'tick': {
         const log = logs.get(msg.session);
         if (log === undefined) return false; // the router only ticks a worker it spawned agents on
-        log.orders.push(copyTick(msg));
+        const copy = copyTick(msg);
+        log.orders.push(copy);
         log.ticks++;
-        return log.inflight === null && (Math.abs(msg.time - log.requestedAt) * 1000 >= this.everyMs || log.ticks >= MAX_LOGGED_TICKS);
+        log.loggedBytes += inputBytes(copy);
+        if (log.inflight !== null) return false;
+        if (log.ticks >= MAX_LOGGED_TICKS) return true;
+        if (Math.abs(msg.time - log.requestedAt) * 1000 < this.everyMs) return false;
+        return log.checkpoint === null || log.requestedAt === -Infinity || log.ticks >= this.minTicks || log.loggedBytes >= log.checkpoint.bytes.length;
       }
       default:
         return false; // inspector requests change no agent
@@ -116,6 +131,7 @@ export class RecoveryJournal {
     for (const o of covered) {
       if (o.t !== 'tick') continue;
       log.ticks--;
+      log.loggedBytes -= inputBytes(o);
       // The checkpoint holds the stopped agent: the stop need not be replayed any more.
       if (log.stops.length > 0) log.stops = log.stops.filter((x) => x.req !== o.req);
     }
@@ -211,6 +227,18 @@ function copyTick(o: TickOrder): TickOrder {
     frameRows: o.frameRows === null ? null : copyFrameRows(o.frameRows),
     results: o.results === null ? null : copyResults(o.results),
   };
+}
+
+/** About the bytes of input a logged tick order holds (frames shared with other workers' logs counted in full). */
+function inputBytes(o: TickOrder): number {
+  let n = 0;
+  if (o.rows !== null) n += o.rows.slots.byteLength + o.rows.values.byteLength + o.rows.tags.byteLength + o.rows.vectors.byteLength + 16 * o.rows.other.length;
+  if (o.frameRows !== null) {
+    n += o.frameRows.slots.byteLength + o.frameRows.offsets.byteLength;
+    for (const f of o.frameRows.frames) n += f.byteLength;
+  }
+  if (o.results !== null) n += o.results.data.byteLength;
+  return n;
 }
 
 /** Rows in frames: two numbers a row copied; the frames themselves by reference (they are never changed). */

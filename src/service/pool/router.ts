@@ -14,7 +14,7 @@ import type { TreeLookup } from './host.js';
 import { Msg, isAgentId, isPackedRows, type PackedRows } from '../../protocol/index.js';
 import { LodTable, badEvery } from './lod.js';
 
-/** Where one agent lives. */
+/** Where one agent lives: built on demand (the table keeps it packed, see RouterSession.routes). */
 interface Route {
   readonly host: number;
   readonly slot: number;
@@ -29,7 +29,14 @@ class RouterSession {
   readonly name: string;
   readonly fields: readonly string[] | null;
   readonly maxAgents: number;
-  readonly routes = new Map<AgentId, Route>();
+  /**
+   * The routing table: id → `host << 24 | slot` (a small integer, no object per agent: at 1,000,000 agents a Route
+   * object each was ~50 bytes and an object more for the GC). The agent's tree and label are kept per slot in its
+   * host's shard, a spawn's own reload policy in `reloads`; `route(id)` puts them together.
+   */
+  readonly routes = new Map<AgentId, number>();
+  /** The spawns' own reload policies (few agents name one). */
+  readonly reloads = new Map<AgentId, ReloadPolicy>();
   /**
    * A cache of `routes` for small non-negative integer ids (the common case), packed `host << 24 | slot`,
    * -1 when not cached: the rows hot path reads 4 contiguous bytes instead of a Map entry and a Route object.
@@ -63,8 +70,30 @@ class RouterSession {
     this.shards = Array.from({ length: hosts }, () => new SessionShard(fields?.length ?? 0));
   }
 
+  /** Where agent `id` lives, or undefined. Allocates: not for a per-row path (`locate` is). */
+  route(id: AgentId): Route | undefined {
+    const at = this.routes.get(id);
+    return at === undefined ? undefined : this.routeAt(id, at);
+  }
+
+  /** The Route of agent `id` living at `at` (packed). */
+  routeAt(id: AgentId, at: number): Route {
+    const host = at >>> 24;
+    const slot = at & 0xffffff;
+    const shard = this.shards[host]!;
+    const reload = this.reloads.size === 0 ? undefined : this.reloads.get(id);
+    return reload === undefined
+      ? { host, slot, tree: shard.trees[slot]!, label: shard.labels[slot]! }
+      : { host, slot, tree: shard.trees[slot]!, label: shard.labels[slot]!, reload };
+  }
+
   addRoute(id: AgentId, r: Route): void {
-    this.routes.set(id, r);
+    this.routes.set(id, (r.host << 24) | r.slot);
+    const shard = this.shards[r.host]!;
+    shard.trees[r.slot] = r.tree;
+    shard.labels[r.slot] = r.label;
+    if (r.reload !== undefined) this.reloads.set(id, r.reload);
+    else this.reloads.delete(id);
     if (typeof id !== 'number' || id < 0) return;
     if (id >= this.fast.length) {
       // Grow only while ids stay dense, so one agent with id 4,000,000 does not cost 16 MB.
@@ -83,8 +112,7 @@ class RouterSession {
     // A typed array read with a non-integer or out-of-range key gives undefined: `?? -1` covers both.
     const packed = typeof id === 'number' ? (this.fast[id] ?? -1) : -1;
     if (packed >= 0) return packed;
-    const r = this.routes.get(id);
-    return r === undefined ? -1 : (r.host << 24) | r.slot;
+    return this.routes.get(id) ?? -1;
   }
 
   /** `locate` for the id of row `i` of a snapshot: the row position's memo first. */
@@ -108,6 +136,7 @@ class RouterSession {
   removeRoute(id: AgentId): void {
     if (this.rowIds.length > 0) this.rowIds = [];
     this.routes.delete(id);
+    if (this.reloads.size > 0) this.reloads.delete(id);
     if (typeof id === 'number' && id >= 0 && id < this.fast.length) this.fast[id] = -1;
   }
 }
@@ -182,7 +211,8 @@ export abstract class PoolRouter implements AgentPool {
     for (const s of this.sessions.values()) {
       const counts = new Map<string, { restarted: number; kept: number }>();
       const slots: number[][] = Array.from({ length: this.hostCount }, () => []);
-      for (const [id, r] of s.routes) {
+      for (const [id, at] of s.routes) {
+        const r = s.routeAt(id, at);
         const name = r.tree.name;
         if (!changed.has(name)) continue;
         let c = counts.get(name);
@@ -193,7 +223,7 @@ export abstract class PoolRouter implements AgentPool {
           continue;
         }
         // Checks from now on (bb keys) are against the version the agent will run.
-        s.routes.set(id, { ...r, tree: next });
+        s.shards[r.host]!.trees[r.slot] = next;
         slots[r.host]!.push(r.slot);
         c.restarted++;
       }
@@ -233,7 +263,11 @@ export abstract class PoolRouter implements AgentPool {
   exportSession(session: string): Promise<SessionExport> {
     const s = this.session(session);
     const metas: Array<Array<[number, number, ReloadPolicy | null]>> = Array.from({ length: this.hostCount }, () => []);
-    for (const r of s.routes.values()) metas[r.host]!.push([r.slot, s.shards[r.host]!.ordinals[r.slot]!, r.reload ?? null]);
+    for (const [id, at] of s.routes) {
+      const host = at >>> 24;
+      const slot = at & 0xffffff;
+      metas[host]!.push([slot, s.shards[host]!.ordinals[slot]!, s.reloads.get(id) ?? null]);
+    }
     const parts: Array<Promise<SessionExport['parts'][number]>> = [];
     for (let h = 0; h < this.hostCount; h++) {
       if (s.shards[h]!.count === 0) continue;
@@ -360,15 +394,16 @@ export abstract class PoolRouter implements AgentPool {
     const errors: EntryError[] = [];
     const slots: number[][] = Array.from({ length: this.hostCount }, () => []);
     for (const id of ids) {
-      const r = s.routes.get(id);
-      if (r === undefined) {
+      const at = s.routes.get(id);
+      if (at === undefined) {
         errors.push(unknownAgent(id));
         continue;
       }
+      const host = at >>> 24;
       s.removeRoute(id);
-      s.shards[r.host]!.release(r.slot);
-      this.load[r.host]!--;
-      slots[r.host]!.push(r.slot);
+      s.shards[host]!.release(at & 0xffffff);
+      this.load[host]!--;
+      slots[host]!.push(at & 0xffffff);
       done.push(id);
     }
     for (let h = 0; h < this.hostCount; h++) {
@@ -382,8 +417,8 @@ export abstract class PoolRouter implements AgentPool {
     const errors: EntryError[] = [];
     for (const entry of entries) {
       const [id, values] = entry;
-      const r = s.routes.get(id);
-      if (r === undefined) {
+      const at = s.routes.get(id);
+      if (at === undefined) {
         errors.push(unknownAgent(id));
         continue;
       }
@@ -391,12 +426,15 @@ export abstract class PoolRouter implements AgentPool {
         errors.push({ id, code: 'E_BAD_FIELD', message: 'bb values: must be a map of key → value' });
         continue;
       }
-      const key = undeclaredKey(r.tree, values);
+      const shard = s.shards[at >>> 24]!;
+      const slot = at & 0xffffff;
+      const tree = shard.trees[slot]!;
+      const key = undeclaredKey(tree, values);
       if (key !== null) {
-        errors.push({ id, code: 'E_UNKNOWN_KEY', message: Msg.unknownKey(key, r.tree.name) });
+        errors.push({ id, code: 'E_UNKNOWN_KEY', message: Msg.unknownKey(key, tree.name) });
         continue;
       }
-      s.shards[r.host]!.pushBlackboard(r.slot, values);
+      shard.pushBlackboard(slot, values);
     }
     return errors;
   }
@@ -446,9 +484,9 @@ export abstract class PoolRouter implements AgentPool {
       const map = agents as Readonly<Record<string, Record<string, unknown>>>;
       for (const key of Object.keys(map)) {
         // Map keys are strings on the wire; an integer key also names the numeric id.
-        const r = s.routes.get(key) ?? (CANONICAL_INT.test(key) ? s.routes.get(Number(key)) : undefined);
-        if (r === undefined) unknown++;
-        else shards[r.host]!.pushObject(r.slot, map[key]!);
+        const at = s.routes.get(key) ?? (CANONICAL_INT.test(key) ? s.routes.get(Number(key)) : undefined);
+        if (at === undefined) unknown++;
+        else shards[at >>> 24]!.pushObject(at & 0xffffff, map[key]!);
       }
     }
     return { unknown };
@@ -576,13 +614,16 @@ export abstract class PoolRouter implements AgentPool {
   listAgents(session: string): AgentListing[] {
     const s = this.session(session);
     const list: AgentListing[] = [];
-    for (const [id, r] of s.routes) list.push({ id, tree: r.tree.name, label: r.label, worker: r.host });
+    for (const [id, at] of s.routes) {
+      const r = s.routeAt(id, at);
+      list.push({ id, tree: r.tree.name, label: r.label, worker: r.host });
+    }
     return list;
   }
 
   async inspectAgent(session: string, id: AgentId): Promise<AgentView | null> {
     const s = this.session(session);
-    const r = s.routes.get(id);
+    const r = s.route(id);
     if (r === undefined) return null;
     const reply = await this.request(r.host, { t: 'inspect', req: this.nextReq++, session, slot: r.slot }, []);
     return reply.t === 'inspected' ? reply.inspection : null;
@@ -604,27 +645,27 @@ export abstract class PoolRouter implements AgentPool {
   // The inspector's calls: each goes to the one host holding the agent. Unknown sessions read as unknown agents.
   async watch(session: string, agent: AgentId, ticks: number): Promise<boolean> {
     if (!Number.isFinite(ticks) || ticks < 1) throw new RangeError(`watch: ticks must be a number ≥ 1, got ${ticks}`);
-    const r = this.sessions.get(session)?.routes.get(agent);
+    const r = this.sessions.get(session)?.route(agent);
     if (r === undefined || !this.up[r.host]) return false;
     const reply = await this.request(r.host, { t: 'watch', req: this.nextReq++, session, slot: r.slot, ticks }, []);
     return reply.t === 'watching' && reply.ok;
   }
 
   unwatch(session: string, agent: AgentId): Promise<void> {
-    const r = this.sessions.get(session)?.routes.get(agent);
+    const r = this.sessions.get(session)?.route(agent);
     if (r !== undefined && this.up[r.host]) this.post(r.host, { t: 'unwatch', session, slot: r.slot }, []);
     return Promise.resolve();
   }
 
   async frames(session: string, agent: AgentId, sinceTick?: number): Promise<AgentFrame[]> {
-    const r = this.sessions.get(session)?.routes.get(agent);
+    const r = this.sessions.get(session)?.route(agent);
     if (r === undefined || !this.up[r.host]) return [];
     const reply = await this.request(r.host, { t: 'frames', req: this.nextReq++, session, slot: r.slot, since: sinceTick ?? null }, []);
     return reply.t === 'frames' ? reply.frames : [];
   }
 
   async why(session: string, agent: AgentId, tick: number): Promise<WhyReport | null> {
-    const r = this.sessions.get(session)?.routes.get(agent);
+    const r = this.sessions.get(session)?.route(agent);
     if (r === undefined || !this.up[r.host]) return null;
     const reply = await this.request(r.host, { t: 'why', req: this.nextReq++, session, slot: r.slot, tick }, []);
     return reply.t === 'why' ? reply.report : null;
@@ -635,7 +676,7 @@ export abstract class PoolRouter implements AgentPool {
    * null: runs normally) from its next tick on. False when the agent is not watched or the node is unknown.
    */
   async force(session: string, agent: AgentId, node: number, status: 1 | 2 | 3 | null): Promise<boolean> {
-    const r = this.sessions.get(session)?.routes.get(agent);
+    const r = this.sessions.get(session)?.route(agent);
     if (r === undefined || !this.up[r.host]) return false;
     const reply = await this.request(r.host, { t: 'force', req: this.nextReq++, session, slot: r.slot, node, status }, []);
     return reply.t === 'forced' && reply.ok;
@@ -654,14 +695,14 @@ export abstract class PoolRouter implements AgentPool {
 
   /** Where agent `id` of `session` lives (host, slot), or undefined. */
   protected locateAgent(session: string, id: AgentId): { host: number; slot: number } | undefined {
-    const r = this.sessions.get(session)?.routes.get(id);
-    return r === undefined ? undefined : { host: r.host, slot: r.slot };
+    const at = this.sessions.get(session)?.routes.get(id);
+    return at === undefined ? undefined : { host: at >>> 24, slot: at & 0xffffff };
   }
 
   /** The agent a log line names, as the routing table knows it (its id's route: label and tree). */
   private logAgent(s: RouterSession, id: AgentId | undefined): ReturnType<LogAgentLookup> {
     if (id === undefined) return null;
-    const r = s.routes.get(id);
+    const r = s.route(id);
     return { id, label: r?.label ?? '', tree: r?.tree ?? null };
   }
 
@@ -677,8 +718,8 @@ export abstract class PoolRouter implements AgentPool {
   protected loseHost(host: number): number {
     let lost = 0;
     for (const s of this.sessions.values()) {
-      for (const [id, r] of s.routes) {
-        if (r.host !== host) continue;
+      for (const [id, at] of s.routes) {
+        if (at >>> 24 !== host) continue;
         s.removeRoute(id);
         s.lost.push([id, 'E_INTERNAL', 'agent lost: worker crashed']);
         lost++;

@@ -1,7 +1,7 @@
 // One session's share of one host, as the router sees it: the slots it handed out there and the input buffered
 // for that host until the session's next tick (rows packed into typed arrays, results, bb writes, observations).
 
-import type { AgentId } from '../../bt/index.js';
+import type { AgentId, CompiledTree } from '../../bt/index.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
 import { FrameCursor, type ColumnRows } from '../../protocol/index.js';
 import { MAX_VECTOR, Tag, type FrameBatch, type ResultBatch, type RowBatch } from './wire.js';
@@ -39,6 +39,9 @@ export class SessionShard {
   readonly ids: AgentId[] = [];
   /** The session-wide spawn order of the agent in each slot: decisions are merged in this order. */
   readonly ordinals: number[] = [];
+  /** Per slot: the agent's tree (the version its checks run against) and label, for the router's routes. */
+  readonly trees: CompiledTree[] = [];
+  readonly labels: string[] = [];
   private nextSlot = 0;
   private readonly free: number[] = [];
   /** Slots freed since the last tick: not reused until a tick has carried them, so buffered input never reaches a newcomer. */

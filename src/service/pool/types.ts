@@ -104,12 +104,19 @@ export interface PoolOptions {
   library?: TreeLibrary;
   /**
    * Crash and stall recovery (docs/durability.md): per session and worker, the agents' state is checkpointed at
-   * the first tick this many ms of session time (the ticks' `time`) after the previous checkpoint, and at least
-   * every 200 ticks; the orders sent since are kept; a
+   * the first tick this many ms of session time (the ticks' `time`) after the previous checkpoint once at least
+   * `checkpointTicks` ticks were logged since or the logged input has grown as large as the checkpoint, and at
+   * least every 200 ticks; the orders sent since are kept; a
    * worker that crashes or stalls is replaced and its agents restored from them, exactly. Default 2000.
    * Negative: no recovery (a crashed worker's agents are reported lost, as before). Worker pools only.
    */
   checkpointMs?: number;
+  /**
+   * Ticks between two checkpoints of a session on a worker at least, unless the input logged since is as large as
+   * the checkpoint (memory stays bounded). Default 20: at 20 Hz `checkpointMs` decides (40 ticks); at 1 Hz a
+   * checkpoint every 2 ticks would cost more CPU and garbage than the ticks themselves (1,000,000 agents).
+   */
+  checkpointTicks?: number;
   /** Called each time a crashed or stalled worker is replaced and its agents restored (the metrics count it). */
   onRecovery?: () => void;
 }

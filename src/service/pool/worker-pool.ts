@@ -8,7 +8,7 @@ import type { TreeLookup } from './host.js';
 import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
-import { DEFAULT_CHECKPOINT_MS, RecoveryJournal, type RecoveryStats } from './recovery.js';
+import { DEFAULT_CHECKPOINT_MS, DEFAULT_CHECKPOINT_TICKS, RecoveryJournal, type RecoveryStats } from './recovery.js';
 import type { PoolLogger, PoolOptions } from './types.js';
 import type { FromHost, HostRequest, ToHost, TreesOrder, WorkerHello, WorldUpdate } from './wire.js';
 import type { TreeLibrary } from '../../bt/library.js';
@@ -95,7 +95,7 @@ export class WorkerPool extends PoolRouter {
     for (const name of trees.names()) this.hashes[name] = trees.get(name)!.hash;
     this.replaced = Array.from({ length: options.workers }, () => []);
     const checkpointMs = options.checkpointMs ?? DEFAULT_CHECKPOINT_MS;
-    this.journal = checkpointMs < 0 ? null : new RecoveryJournal(options.workers, checkpointMs);
+    this.journal = checkpointMs < 0 ? null : new RecoveryJournal(options.workers, checkpointMs, options.checkpointTicks ?? DEFAULT_CHECKPOINT_TICKS);
     this.eluWindows = new EluWindows(options.workers, options.eluWindowMs ?? DEFAULT_ELU_WINDOW_MS, (i) => {
       const t = this.threads[i];
       return t === undefined || !t.isReady || t.gone ? null : t.worker.performance.eventLoopUtilization();

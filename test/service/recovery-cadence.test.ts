@@ -1,0 +1,52 @@
+// Crash recovery's checkpoint cadence (docs/durability.md, "Cadence"): due by session time, then after at least
+// `minTicks` logged ticks unless the input logged since is as large as the last checkpoint.
+
+import { describe, expect, it } from 'vitest';
+import { RecoveryJournal } from '../../src/service/pool/recovery.js';
+import type { ResultBatch, TickOrder } from '../../src/service/pool/wire.js';
+
+function tick(n: number, dt: number, results: ResultBatch | null = null): TickOrder {
+  return {
+    t: 'tick', req: n, session: 's', time: n * dt, dt, clear: false, bb: null, objects: null, rows: null, frameRows: null, results,
+    world: null, spare: null, tick: n,
+  };
+}
+
+/** Runs `ticks` tick orders through a journal, checkpointing (with `bytes` bytes) whenever one is due; returns the due ticks. */
+function dueTicks(journal: RecoveryJournal, ticks: number, dt: number, bytes: number, input: (n: number) => ResultBatch | null = () => null): number[] {
+  journal.record(0, { t: 'spawn', session: 's', fields: null, agents: [] });
+  const due: number[] = [];
+  for (let n = 1; n <= ticks; n++) {
+    const order = tick(n, dt, input(n));
+    if (!journal.record(0, order)) continue;
+    due.push(n);
+    journal.requested(0, 's', 1000 + n, order.time);
+    journal.checkpointed(0, 's', { t: 'checkpointed', req: 1000 + n, agents: 1, bytes: new Uint8Array(bytes), ms: 0 });
+  }
+  return due;
+}
+
+describe('checkpoint cadence', () => {
+  it('at 16 Hz: every 2 s of session time (32 ticks), as before', () => {
+    // 1/16 s: exact in binary, so the session times add up exactly.
+    expect(dueTicks(new RecoveryJournal(1, 2000, 20), 100, 0.0625, 1000)).toEqual([1, 33, 65, 97]);
+  });
+
+  it('at 1 Hz: every 20 ticks, not every other tick', () => {
+    expect(dueTicks(new RecoveryJournal(1, 2000, 20), 50, 1, 1000)).toEqual([1, 21, 41]);
+    expect(dueTicks(new RecoveryJournal(1, 2000, 1), 7, 1, 1000)).toEqual([1, 3, 5, 7]);
+  });
+
+  it('at 1 Hz with input as large as the checkpoint: as soon as the 2 s have passed', () => {
+    // 120 bytes of results a tick against a 200-byte checkpoint: the log outgrows it after 2 ticks.
+    const results = (): ResultBatch => ({ count: 10, data: new Float64Array(30).subarray(0, 15) });
+    expect(dueTicks(new RecoveryJournal(1, 2000, 20), 9, 1, 200, results)).toEqual([1, 3, 5, 7, 9]);
+  });
+
+  it('after a reload, the next tick takes one', () => {
+    const journal = new RecoveryJournal(1, 2000, 20);
+    expect(dueTicks(journal, 5, 1, 1000)).toEqual([1]);
+    journal.treesChanged();
+    expect(journal.record(0, tick(6, 1))).toBe(true);
+  });
+});
