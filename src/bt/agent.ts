@@ -2,6 +2,7 @@
 // Everything structural lives in the shared CompiledTree; an agent owns only data, so it exports as plain data.
 
 import type { ExprContext } from './expr/index.js';
+import { isPlain } from './expr/runtime.js';
 import type { CompiledTree } from './program.js';
 import type { DecisionSink } from './decisions.js';
 import { Status, STATUS_NAMES, type StatusName } from './status.js';
@@ -79,10 +80,15 @@ export class Agent implements ExprContext {
   readonly slots: Float64Array;
   /** The blackboard: declared keys only. */
   bb: Record<string, unknown>;
-  /** This agent's latest observation (`self` in expressions). */
-  self: unknown = null;
-  /** The session's shared world state (`world` in expressions); set by whoever ticks the agent. */
-  world: unknown = null;
+  /**
+   * `self` when it is an array or a plain object (what JSON and MessagePack decoding produce), else an empty
+   * object: checked once when `self` is set, so that compiled `self.key` reads need only the own-property test.
+   */
+  plainSelf: object = NO_FIELDS;
+  /** `world` when it is an array or a plain object, else an empty object (see plainSelf). */
+  plainWorld: object = NO_FIELDS;
+  private observation: unknown = null;
+  private worldState: unknown = null;
   /** Last action seq issued (the next is seq + 1). */
   seq = 0;
   /** True once an error stopped the agent: it never ticks again. */
@@ -134,6 +140,24 @@ export class Agent implements ExprContext {
   }
   private set rngState(value: number) {
     this.clockChunk[this.clock + 2] = value;
+  }
+
+  /** This agent's latest observation (`self` in expressions). */
+  get self(): unknown {
+    return this.observation;
+  }
+  set self(value: unknown) {
+    this.observation = value;
+    this.plainSelf = readable(value);
+  }
+
+  /** The session's shared world state (`world` in expressions); set by whoever ticks the agent. */
+  get world(): unknown {
+    return this.worldState;
+  }
+  set world(value: unknown) {
+    this.worldState = value;
+    this.plainWorld = readable(value);
   }
 
   /**
@@ -334,6 +358,18 @@ export class Agent implements ExprContext {
     a.stopped = state.stopped;
     return a;
   }
+}
+
+/** What plainSelf and plainWorld hold when the value is not an array or plain object: no own property at all. */
+const NO_FIELDS: object = Object.freeze(Object.create(null) as object);
+
+/**
+ * `value` when expressions may read its own properties (an array or plain object, the runtime's isPlain), else
+ * NO_FIELDS. Checked when the value is handed to the agent; a host that later swaps the prototype of an object
+ * it handed over is not protected against (observations are decoded data, never touched again).
+ */
+function readable(value: unknown): object {
+  return typeof value === 'object' && value !== null && isPlain(value) ? value : NO_FIELDS;
 }
 
 const AGENTS_PER_CHUNK = 256;

@@ -4,6 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { CODE_GENERATION } from '../../src/bt/codegen.js';
 import { compileExpression, EXPRESSION_FUNCTIONS, truthy, type ExprContext, type ExprError, type ExprResult } from '../../src/bt/expr/index.js';
+import { Agent } from '../../src/bt/index.js';
+import { Harness, tree } from './helpers.js';
 
 const KEYS = ['target', 'waypoint', 'alert', 'slot', 'list'];
 const SCOPE = { blackboardKeys: new Set(KEYS) };
@@ -834,8 +836,10 @@ describe('hostile input', () => {
 describe('compiled code', () => {
   // Generated code only exists where strings may become code; elsewhere the closures of interpret.ts run.
   it.skipIf(!CODE_GENERATION)('inlines reads and comparisons into one small function', () => {
-    // Named reads are inlined (one monomorphic load per expression), still own-property and plain-object only.
-    const read = (k: string) => `((t0 = c.self) !== null && typeof t0 === 'object' && hasOwn(t0, "${k}") && isPlain(t0) ? val(t0["${k}"]) : null)`;
+    // Named reads are inlined (one monomorphic load per expression), still own-property and plain-object only;
+    // on a context that checked self when it was set (c.plainSelf, the Agent), only the own-property test remains.
+    const full = (k: string) => `((t0 = c.self) !== null && typeof t0 === 'object' && hasOwn(t0, "${k}") && isPlain(t0) ? val(t0["${k}"]) : null)`;
+    const read = (k: string) => `((t0 = c.plainSelf) !== undefined ? (hasOwn(t0, "${k}") ? val(t0["${k}"]) : null) : ${full(k)})`;
     expect(compiled('self.hp < 30').fn.toString()).toBe(`function canopyExpression(c) { let t0; return lt(${read('hp')}, 30); }`);
     expect(compiled('self.hp < 10 * 3').fn.toString()).toBe(`function canopyExpression(c) { let t0; return lt(${read('hp')}, 30); }`);
     expect(compiled("self.name == 'orc'").fn.toString()).toBe(`function canopyExpression(c) { let t0; return (${read('name')} === "orc"); }`);
@@ -900,5 +904,55 @@ describe('truthy', () => {
     [{}, true],
   ])('%j → %j', (v, expected) => {
     expect(truthy(v)).toBe(expected);
+  });
+});
+
+describe('first-level reads on an agent (self and world checked once, when set)', () => {
+  const t = tree({ type: 'action', name: 'act', action: 'look', instant: true, args: { s: 'self.hp', w: 'world.hp', n: 'self.pos.x', k: "self['hp']", h: "has(self, 'hp')" } });
+  const argsOf = (self: unknown, world: unknown = self): unknown => {
+    const h = new Harness(t);
+    h.agent.self = self;
+    h.agent.world = world;
+    return h.step().actions[0]![3];
+  };
+
+  it('read plain objects and objects without a prototype', () => {
+    const bare = Object.create(null) as Record<string, unknown>;
+    bare['hp'] = 6;
+    expect(argsOf({ hp: 5, pos: { x: 1 } })).toEqual({ s: 5, w: 5, n: 1, k: 5, h: true });
+    expect(argsOf(bare)).toEqual({ s: 6, w: 6, n: null, k: 6, h: true });
+    expect(argsOf(null)).toEqual({ s: null, w: null, n: null, k: null, h: false });
+  });
+
+  it('read null from class instances, Object.create(proto), maps, typed arrays, primitives and functions, and never call a getter', () => {
+    let called = 0;
+    class Orc {
+      hp = 5;
+      pos = { x: 1 };
+      get armour(): number {
+        return ++called;
+      }
+    }
+    const fromProto = Object.create({ hp: 5 }) as Record<string, unknown>;
+    const withOwnHp = Object.create({ evil: true }) as Record<string, unknown>;
+    withOwnHp['hp'] = 5;
+    const fn = Object.assign(() => 1, { hp: 5 });
+    for (const v of [new Orc(), fromProto, withOwnHp, new Map([['hp', 5]]), new Uint8Array([5]), 5, 'hp', fn]) {
+      expect(argsOf(v)).toEqual({ s: null, w: null, n: null, k: null, h: false });
+    }
+    expect(called).toBe(0);
+  });
+
+  it('follow the root when it changes, through restart and restore too', () => {
+    const h = new Harness(t);
+    h.agent.self = new Map([['hp', 1]]);
+    h.agent.world = { hp: 2 };
+    expect(h.step().actions[0]![3]).toMatchObject({ s: null, w: 2 });
+    h.agent.self = { hp: 3 };
+    h.agent.world = Object.create({ hp: 4 });
+    expect(h.step().actions[0]![3]).toMatchObject({ s: 3, w: null });
+    const restored = Agent.restore(t, h.agent.exportState());
+    expect(restored.plainSelf).toBe(restored.self);
+    expect(h.agent.restartOn(t).plainSelf).toBe(h.agent.self);
   });
 });

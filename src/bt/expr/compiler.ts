@@ -227,7 +227,14 @@ class Emitter {
     if (object.kind === 'name' && object.name === 'agent') return key === 'id' ? js`${CTX}.agent.id` : js`${CTX}.agent.label`;
     // Inline named read: a monomorphic load per expression (the shared get() sees every key and shape).
     const t = ident(`t${this.temps++}`);
-    return js`((${t} = ${this.object(object)}) !== null && typeof ${t} === 'object' && ${H.hasOwn}(${t}, ${k}) && ${H.isPlain}(${t}) ? ${H.val}(${t}[${k}]) : null)`;
+    const full = js`((${t} = ${this.object(object)}) !== null && typeof ${t} === 'object' && ${H.hasOwn}(${t}, ${k}) && ${H.isPlain}(${t}) ? ${H.val}(${t}[${k}]) : null)`;
+    if (object.kind === 'name' && (object.name === 'self' || object.name === 'world')) {
+      // A context that checked its root when it was set (the engine's Agent: plainSelf, plainWorld hold the root
+      // if it is an array or plain object, else an object without properties) needs only the own-property test.
+      const plain = object.name === 'self' ? js`${CTX}.plainSelf` : js`${CTX}.plainWorld`;
+      return js`((${t} = ${plain}) !== undefined ? (${H.hasOwn}(${t}, ${k}) ? ${H.val}(${t}[${k}]) : null) : ${full})`;
+    }
+    return full;
   }
 
   /** The value of `e` when it is known at load time and is a primitive (a literal or a folded constant). */

@@ -18,6 +18,13 @@ export interface ExprContext {
   readonly bb: Record<string, unknown>;
   /** The session's world state (object or null). */
   readonly world: unknown;
+  /**
+   * Optional: `self` if it is an array or plain object, else an object with no properties at all (never
+   * undefined when present). Compiled `self.key` reads then skip the prototype check; the Agent keeps it.
+   */
+  readonly plainSelf?: object;
+  /** Optional: `world` checked the same way as plainSelf. */
+  readonly plainWorld?: object;
   readonly agent: { readonly id: number | string; readonly label: string };
   /** Tree time, seconds. */
   readonly time: number;
