@@ -2,6 +2,7 @@
 // Each node becomes a closure over its node number; agents hold only the flat state those closures index.
 
 import { createHash } from 'node:crypto';
+import { CODE_GENERATION, generate, ident, joinCode, js, literal as quote } from './codegen.js';
 import type { Agent } from './agent.js';
 import type { NodeCatalog, ServiceBuilder } from './catalog.js';
 import { COMMON_FIELDS, type AbortMode, type ServiceDefinition, type TreeDefinition } from './definition.js';
@@ -389,6 +390,15 @@ function compileArgs(
   if (dynamic.length === 0) {
     const shared = Object.freeze(literal);
     return markConstantArgs(() => shared, shared);
+  }
+  if (CODE_GENERATION && !keys.includes('__proto__')) {
+    // One object literal with the keys in the same order (quoted by `quote`): V8 allocates it from a boilerplate
+    // with its final shape, instead of growing an empty object key by key. `__proto__` would set the prototype
+    // in a literal as in an assignment, but stays on the loop below so that it is never written into code.
+    const values = keys.map((k) => (typeof args[k] === 'string' ? dynamic.find(([d]) => d === k)![1] : literal[k]));
+    const props = keys.map((k, i) => (typeof args[k] === 'string' ? js`${quote(k)}: ${ident(`v${i}`)}(a)` : js`${quote(k)}: ${ident(`v${i}`)}`));
+    const prelude = joinCode(keys.map((_, i) => js`const ${ident(`v${i}`)} = v[${i}];\n`));
+    return generate([ident('v')], js`${prelude}return function args(a) { return { ${joinCode(props, ', ')} }; };`, [values]) as (agent: Agent) => Record<string, unknown>;
   }
   return (agent) => {
     const out: Record<string, unknown> = {};

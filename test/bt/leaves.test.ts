@@ -21,6 +21,19 @@ describe('action', () => {
     expect(h.step().actions.map((a) => a[1])).toEqual([2]);
   });
 
+  it('args keep the order of the definition (integer-like keys first, as in any object), expressions evaluated in that order', () => {
+    const pos = { x: 1, y: 2 };
+    const h = new Harness(tree({ type: 'action', name: 'act', action: 'moveTo', instant: true, args: { z: 'rand()', 2: 'rand()', a: pos, '1': 'self.hp', m: 'rand()' } }));
+    h.agent.self = { hp: 5 };
+    const args = h.step().actions[0]![3] as Record<string, unknown>;
+    expect(Object.keys(args)).toEqual(['1', '2', 'z', 'a', 'm']);
+    const draws = new Harness(tree({ type: 'action', action: 'x', instant: true, args: { d: 'rand()' } })).agent;
+    const r = [draws.random(), draws.random(), draws.random()];
+    expect(args).toEqual({ '1': 5, 2: r[0], z: r[1], a: pos, m: r[2] });
+    expect(Object.getPrototypeOf(args)).toBe(Object.prototype);
+    expect(h.step().actions[0]![3]).not.toBe(args);
+  });
+
   it('a result for a seq that is no longer running is ignored', () => {
     const h = new Harness(act());
     h.step();
