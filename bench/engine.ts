@@ -2,8 +2,9 @@
 // typed-array loop (the ceiling, and ceiling-io: the same loop with the engine's input/output contract), plus
 // larger Canopy trees (large: 57 nodes, shooter: 192 nodes). Prints a table; `--json` adds one JSON line.
 //
-//   npm run bench:engine -- [--agents N] [--ticks T] [--warmup W] [--rounds R] [--only a,b] [--seed S] [--json]
-//   (defaults: 10000 agents, 100 ticks, warm-up ≥ 20 ticks and ≥ 200,000 agent-ticks, 3 rounds)
+//   npm run bench:engine -- [--agents N] [--ticks T] [--warmup W] [--rounds R] [--only a,b] [--seed S] [--clock wall|cpu] [--json]
+//   (defaults: 10000 agents, 100 ticks, warm-up ≥ 20 ticks and ≥ 200,000 agent-ticks, 3 rounds, wall clock;
+//   `--clock cpu` times this thread's CPU time instead, steadier on a loaded machine)
 //
 // Each round spawns every implementation afresh over the same seeded world, warms it up for W ticks,
 // then times T ticks; rounds go round-robin over the implementations and the best round is reported
@@ -27,6 +28,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     seed: { type: 'string', default: String(DEFAULT_SEED) },
     only: { type: 'string' },
+    clock: { type: 'string', default: 'wall' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -38,11 +40,13 @@ const warmup = values.warmup === undefined ? Math.max(20, Math.ceil(200_000 / ag
 const rounds = positiveInteger('rounds', values.rounds);
 const seed = positiveInteger('seed', values.seed, 0);
 if (ticks < MIN_TICKS) fail(`--ticks must be at least ${MIN_TICKS}`);
+const clock = values.clock;
+if (clock !== 'wall' && clock !== 'cpu') fail(`--clock must be wall or cpu, not '${clock}'`);
 const names = (values.only?.split(',') ?? Object.keys(IMPLEMENTATIONS)) as ImplementationName[];
 for (const n of names) if (!(n in IMPLEMENTATIONS)) fail(`unknown implementation '${n}' (known: ${Object.keys(IMPLEMENTATIONS).join(', ')})`);
 
 const machine = machineInfo();
-console.log(`Canopy engine benchmark: ${agents} agents, ${warmup} warm-up + ${ticks} timed ticks, best of ${rounds} round(s), seed ${seed}`);
+console.log(`Canopy engine benchmark: ${agents} agents, ${warmup} warm-up + ${ticks} timed ticks, best of ${rounds} round(s), seed ${seed}, ${clock === 'cpu' ? 'thread CPU time' : 'wall clock'}`);
 console.log(formatMachine(machine));
 if (!gcAvailable()) console.log('warning: no global.gc (run with node --expose-gc): memory figures are rough');
 
@@ -50,7 +54,7 @@ const implementations = names.map((n) => IMPLEMENTATIONS[n]());
 const runs = new Map<ImplementationName, RunResult[]>(names.map((n) => [n, []]));
 for (let r = 0; r < rounds; r++) {
   for (const impl of implementations) {
-    const result = measure(impl, { agents, ticks, warmup, seed });
+    const result = measure(impl, { agents, ticks, warmup, seed, clock });
     runs.get(impl.name)!.push(result);
     console.error(`  round ${r + 1}/${rounds} ${impl.name.padEnd(13)} ${(result.agentTicksPerSec / 1e6).toFixed(3)} M agent-ticks/s`);
   }
@@ -154,6 +158,7 @@ if (values.json) {
       node: machine.node,
       agents,
       ticks,
+      clock,
       // Heap deltas of a few bytes below zero are GC noise (the ceiling keeps its state in ArrayBuffers).
       // The trace A/B baselines are printed for context only. ceiling-io: the hand loop with the engine's input/output contract.
       results: rows.filter((r) => !r.name.endsWith('-untraced')).map((r) => ({ name: r.name, agentTicksPerSec: Math.round(r.best.agentTicksPerSec), bytesPerAgent: Math.max(0, Math.round(r.bytesPerAgent)) })),
