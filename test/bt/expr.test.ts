@@ -943,6 +943,36 @@ describe('first-level reads on an agent (self and world checked once, when set)'
     expect(called).toBe(0);
   });
 
+  it('read the same through a whole tree (conditions, guards and blackboard writes)', () => {
+    // Every read is null for a hostile self/world: the guard passes, the condition succeeds, `set` writes nulls.
+    const reads = "self.hp == null && world.hp == null && self['hp'] == null && !has(self, 'hp') && !has(world, 'hp')";
+    const whole = tree(
+      { type: 'sequence', name: 'root', if: reads, abort: 'self', children: [{ type: 'condition', name: 'c', expr: reads }, { type: 'set', values: { s: 'self.hp', w: 'world.hp' } }] },
+      { s: 0, w: 0 },
+    );
+    expect(whole.inlined).toBe(CODE_GENERATION);
+    class Orc {
+      hp = 5;
+    }
+    for (const v of [new Orc(), Object.create({ hp: 5 }), new Map([['hp', 5]]), 5, null]) {
+      const h = new Harness(whole);
+      h.agent.self = v;
+      h.agent.world = v;
+      h.step();
+      expect(h.status('root')).toBe('success');
+      expect(h.agent.bb).toEqual({ s: null, w: null });
+    }
+    const h = new Harness(whole);
+    h.agent.self = { hp: 5 };
+    h.agent.world = { hp: 6 };
+    h.step();
+    expect(h.status('root')).toBe('failure');
+    h.agent.self = Object.assign(Object.create(null) as object, { x: 1 });
+    h.agent.world = [1];
+    h.step();
+    expect(h.status('root')).toBe('success');
+  });
+
   it('follow the root when it changes, through restart and restore too', () => {
     const h = new Harness(t);
     h.agent.self = new Map([['hp', 1]]);
