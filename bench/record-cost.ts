@@ -5,6 +5,9 @@
 // off / each codec; the best and the median round of each are compared.
 //
 //   npm run build && node dist/bench/record-cost.js [--agents 50000] [--ticks 100] [--rounds 4] [--codecs brotli,zstd]
+//
+// `--codecs` lists the settings compared with off: brotli, zstd (the default level) or zstd@LEVEL (e.g.
+// zstd@-2,zstd@-6: what a level costs in CPU and saves on disk).
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
@@ -19,6 +22,7 @@ import { zstdAvailable, type CodecChoice } from '../src/record/codec.js';
 import { loadLibrary } from '../src/service/http/trees.js';
 import { Metrics } from '../src/service/metrics.js';
 import { createAgentPool } from '../src/service/pool/index.js';
+import { threadSink } from '../src/service/recording/compressor.js';
 import { SessionRecorder } from '../src/service/recording/recorder.js';
 import { Session } from '../src/service/sessions/session.js';
 import { FIELDS, GameWorld } from './load/world.js';
@@ -33,10 +37,17 @@ const { values } = parseArgs({
     codecs: { type: 'string', default: zstdAvailable ? 'brotli,zstd' : 'brotli' },
   },
 });
-const codecs = values.codecs.split(',').map((c) => {
-  if (c !== 'brotli' && c !== 'zstd') throw new Error(`--codecs: brotli and/or zstd, not ${c}`);
-  if (c === 'zstd' && !zstdAvailable) throw new Error(`--codecs zstd: this Node (${process.versions.node}) has no zstd`);
-  return c as CodecChoice;
+/** One recorded setting: a codec, and for zstd its level (undefined: the writer's default). */
+interface Setting {
+  readonly name: string;
+  readonly codec: CodecChoice;
+  readonly zstdLevel?: number;
+}
+const codecs: Setting[] = values.codecs.split(',').map((c) => {
+  const m = /^(brotli|zstd)(?:@(-?\d+))?$/.exec(c);
+  if (m === null || (m[1] === 'brotli' && m[2] !== undefined)) throw new Error(`--codecs: brotli, zstd or zstd@LEVEL, not ${c}`);
+  if (m[1] === 'zstd' && !zstdAvailable) throw new Error(`--codecs zstd: this Node (${process.versions.node}) has no zstd`);
+  return { name: c, codec: m[1] as CodecChoice, ...(m[2] !== undefined ? { zstdLevel: Number(m[2]) } : {}) };
 });
 const agents = Number(values.agents);
 const ticks = Number(values.ticks);
@@ -44,7 +55,7 @@ const rounds = Number(values.rounds);
 
 console.log('Canopy recording cost (CPU time of the session path, recorder off vs on)');
 console.log(formatMachine(machineInfo()));
-console.log(`${agents} agents on guard, lockstep, ${ticks} ticks per round, ${rounds} rounds each of off, ${codecs.join(', ')}, alternating; ${values.workers} workers (0: inline)`);
+console.log(`${agents} agents on guard, lockstep, ${ticks} ticks per round, ${rounds} rounds each of off, ${codecs.map((c) => c.name).join(', ')}, alternating; ${values.workers} workers (0: inline)`);
 
 const library = await loadLibrary(resolve('trees'), null);
 const pool = await createAgentPool({ trees: resolve('trees'), workers: Number(values.workers), library });
@@ -55,7 +66,8 @@ const dir = await mkdtemp(join(tmpdir(), 'canopy-record-cost-'));
 
 /**
  * CPU ms of this process's threads by kind, from /proc (Linux; empty elsewhere): the main thread, libuv's
- * thread pool (where blocks are compressed) and V8's helpers (concurrent GC, compilers).
+ * thread pool, worker threads (the recording compression thread; the agent pool's with --workers) and V8's helpers
+ * (concurrent GC, compilers).
  */
 function threadCpu(): Record<string, number> {
   const out: Record<string, number> = {};
@@ -70,7 +82,7 @@ function threadCpu(): Record<string, number> {
       const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
       const line = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
       const f = line.slice(line.lastIndexOf(')') + 2).split(' ');
-      const kind = Number(tid) === process.pid ? 'main' : name.startsWith('libuv-worker') ? 'pool' : name.startsWith('node-V8Worker') ? 'v8' : 'other';
+      const kind = Number(tid) === process.pid ? 'main' : name.startsWith('libuv-worker') ? 'pool' : name.startsWith('node-V8Worker') ? 'v8' : name === 'WorkerThread' ? 'worker' : 'other';
       // utime + stime, in clock ticks (100 per second on Linux).
       out[kind] = (out[kind] ?? 0) + (Number(f[11]) + Number(f[12])) * 10;
     } catch {
@@ -81,8 +93,8 @@ function threadCpu(): Record<string, number> {
 }
 
 /** One round: a fresh session and world, recorded with `codec` (null: off); returns process CPU ms (in all and per thread kind) and bytes recorded. */
-async function round(codec: CodecChoice | null, n: number): Promise<{ cpuMs: number; threads: Record<string, number>; bytes: number; raw: number }> {
-  const record = codec !== null;
+async function round(setting: Setting | null, n: number): Promise<{ cpuMs: number; threads: Record<string, number>; bytes: number; raw: number }> {
+  const record = setting !== null;
   const session = new Session({ pool, metrics, logger, maxAgents: agents }, { mode: 'lockstep', hz: 0, fields: [...FIELDS], transport: 'ws' });
   let writer: RecordingWriter | null = null;
   if (record) {
@@ -90,7 +102,10 @@ async function round(codec: CodecChoice | null, n: number): Promise<{ cpuMs: num
       dir,
       recording: `round${n}`,
       maxBytes: 0,
-      codec: codec!,
+      codec: setting!.codec,
+      // The service's writers compress on its recording compression thread.
+      sink: threadSink,
+      ...(setting!.zstdLevel !== undefined ? { zstdLevel: setting!.zstdLevel } : {}),
       header: { canopy: 'bench', session: session.id, mode: 'lockstep', hz: 0, fields: [...FIELDS], plugins: [], trees: {}, definitions: {} },
       onError: (err) => {
         throw err;
@@ -132,11 +147,11 @@ async function round(codec: CodecChoice | null, n: number): Promise<{ cpuMs: num
   return { cpuMs: (used.user + used.system) / 1000, threads, bytes, raw };
 }
 
-const settings: Array<CodecChoice | null> = [null, ...codecs];
-const cpu = new Map<CodecChoice | null, number[]>(settings.map((c) => [c, []]));
-const size = new Map<CodecChoice, { bytes: number; raw: number }>();
+const settings: Array<Setting | null> = [null, ...codecs];
+const cpu = new Map<Setting | null, number[]>(settings.map((c) => [c, []]));
+const size = new Map<Setting, { bytes: number; raw: number }>();
 /** Thread CPU summed over the rounds of each setting. */
-const threadSums = new Map<CodecChoice | null, Record<string, number>>(settings.map((c) => [c, {}]));
+const threadSums = new Map<Setting | null, Record<string, number>>(settings.map((c) => [c, {}]));
 // One round of each first, not counted: the JIT warms up on the first rounds.
 for (const [i, codec] of settings.entries()) await round(codec, 1000 + i);
 for (let r = 0; r < rounds; r++) {
@@ -146,7 +161,7 @@ for (let r = 0; r < rounds; r++) {
     const sums = threadSums.get(codec)!;
     for (const [k, v] of Object.entries(res.threads)) sums[k] = (sums[k] ?? 0) + v;
     if (codec !== null) size.set(codec, res);
-    console.log(`  round ${r + 1} ${codec ?? 'off'}: ${res.cpuMs.toFixed(0)} ms CPU${codec !== null ? `, ${(res.bytes / 2 ** 20).toFixed(1)} MB` : ''}`);
+    console.log(`  round ${r + 1} ${codec?.name ?? 'off'}: ${res.cpuMs.toFixed(0)} ms CPU${codec !== null ? `, ${(res.bytes / 2 ** 20).toFixed(1)} MB` : ''}`);
   }
 }
 await pool.close();
@@ -156,7 +171,7 @@ const ns = (ms: number): number => (ms * 1e6) / agentTicks;
 const min = (xs: number[]): number => Math.min(...xs);
 const median = (xs: number[]): number => xs.toSorted((a, b) => a - b)[xs.length >> 1]!;
 const off = cpu.get(null)!;
-const perThread = (c: CodecChoice | null): string =>
+const perThread = (c: Setting | null): string =>
   Object.entries(threadSums.get(c)!)
     .filter(([, v]) => v > 0)
     .map(([k, v]) => `${k} ${ns(v / rounds).toFixed(0)}`)
@@ -166,12 +181,12 @@ for (const codec of codecs) {
   const on = cpu.get(codec)!;
   const s = size.get(codec)!;
   console.log(
-    `  ${codec.padEnd(6)} ${ns(min(on)).toFixed(0)} / ${ns(median(on)).toFixed(0)} ns: recording costs +${(ns(min(on)) - ns(min(off))).toFixed(0)} / +${(ns(median(on)) - ns(median(off))).toFixed(0)} ns ` +
+    `  ${codec.name.padEnd(8)} ${ns(min(on)).toFixed(0)} / ${ns(median(on)).toFixed(0)} ns: recording costs +${(ns(min(on)) - ns(min(off))).toFixed(0)} / +${(ns(median(on)) - ns(median(off))).toFixed(0)} ns ` +
       `(${(100 * (min(on) / min(off) - 1)).toFixed(1)} / ${(100 * (median(on) / median(off) - 1)).toFixed(1)} % of the session path's CPU); ` +
       `${(s.bytes / agentTicks).toFixed(2)} bytes per agent-tick on disk (${(s.raw / agentTicks).toFixed(2)} raw)`,
   );
 }
 if (Object.keys(threadSums.get(null)!).length > 0) {
-  console.log('CPU per agent-tick by thread, mean of the rounds (10 ms clock ticks; pool: libuv, where blocks are compressed; v8: GC and compiler helpers):');
-  for (const c of settings) console.log(`  ${(c ?? 'off').padEnd(6)} ${perThread(c)}`);
+  console.log('CPU per agent-tick by thread, mean of the rounds (10 ms clock ticks; worker: the recording compression thread, where blocks are compressed and written, and the agent pool workers with --workers; pool: libuv; v8: GC and compiler helpers):');
+  for (const c of settings) console.log(`  ${(c?.name ?? 'off').padEnd(8)} ${perThread(c)}`);
 }

@@ -2,7 +2,6 @@
 // (node:zlib has it from Node 22.15 and 23.8 on), Brotli on every Node. Each block names its codec, so a
 // reader handles files written either way; a Node without zstd says so instead of misreading.
 
-import type { Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 
 /** The codec byte of a block header. */
@@ -17,10 +16,9 @@ export type Codec = (typeof Codec)[keyof typeof Codec];
 /** What `CANOPY_RECORD_CODEC` may say: `auto` is zstd when this Node has it, Brotli otherwise. */
 export type CodecChoice = 'auto' | 'zstd' | 'brotli';
 
-type Callback = (err: Error | null, out: Buffer) => void;
 /** node:zlib's zstd functions, typed here: the project's Node 20 type definitions do not declare them. */
 interface ZstdFunctions {
-  readonly createZstdCompress?: (options: { params: Record<number, number>; chunkSize: number }) => Transform;
+  readonly zstdCompressSync?: (buf: Uint8Array, options: { params: Record<number, number>; chunkSize: number }) => Buffer;
   readonly zstdDecompressSync?: (buf: Uint8Array, options: { chunkSize: number }) => Buffer;
   readonly zstdDecompress?: (buf: Uint8Array, options: { chunkSize: number }, cb: Callback) => void;
 }
@@ -29,16 +27,19 @@ const constants = zlib.constants as unknown as Readonly<Record<string, number | 
 
 /** True when this Node's zlib has zstd (Node ≥ 22.15 / ≥ 23.8). */
 export const zstdAvailable: boolean =
-  typeof zstd.createZstdCompress === 'function' && typeof zstd.zstdDecompressSync === 'function' && constants.ZSTD_c_compressionLevel !== undefined;
+  typeof zstd.zstdCompressSync === 'function' && typeof zstd.zstdDecompressSync === 'function' && constants.ZSTD_c_compressionLevel !== undefined;
 
 /**
- * zstd parameters: level −2 with a 32 Ki-entry hash table and 6-byte minimum matches. On the load
- * generator's recordings this compresses to Brotli-1's size or smaller (0.41–0.56 of the raw bytes in 1 MiB
- * blocks) at about twice its speed, and decompresses three to four times faster (bench/record-cost.ts
- * compares the codecs in the session path).
+ * The zstd level blocks are written at. −6 with a 32 Ki-entry hash table and 6-byte minimum matches: on the load
+ * generator's recordings (1 MiB blocks of snapshot and decisions frames) it compresses to 0.45 of the raw bytes
+ * at ≈ 1.3× the speed of the level −2 Canopy used before (0.40 of the raw bytes) — a tenth more on disk for a
+ * quarter less compression CPU, which is most of what recording costs (docs/recording.md, "Costs").
  */
-function zstdParams(): Record<number, number> {
-  return { [constants.ZSTD_c_compressionLevel!]: -2, [constants.ZSTD_c_hashLog!]: 15, [constants.ZSTD_c_minMatch!]: 6 };
+export const DEFAULT_ZSTD_LEVEL = -6;
+
+/** zstd parameters for `level` (a negative level: zstd's fast strategy, skipping ahead faster the lower it is). */
+function zstdParams(level: number): Record<number, number> {
+  return { [constants.ZSTD_c_compressionLevel!]: level, [constants.ZSTD_c_hashLog!]: 15, [constants.ZSTD_c_minMatch!]: 6 };
 }
 
 /** The codec a writer uses for `choice`. @throws {Error} when zstd is asked for and this Node lacks it. */
@@ -54,77 +55,28 @@ export function codecName(codec: number): string {
   return codec === Codec.BROTLI ? 'brotli' : codec === Codec.ZSTD ? 'zstd' : `unknown codec ${codec}`;
 }
 
+const zstdCompressSync = zstd.zstdCompressSync;
+
 /**
- * Compresses one block on libuv's thread pool. Brotli: one compressor per block, its output buffer sized for
- * the usual result, a bit over half the block (the default 16 KiB chunks cost a pool round trip and a copy
- * each). zstd: the process's one {@link SharedZstd} stream.
+ * Compresses one block, synchronously: called on the service's recording compression thread
+ * (src/service/recording/compress-worker.ts), never on its main thread. zstd: the output buffer is at least the block's compress bound, so zstd
+ * compresses straight into it (no copy of the input into a window, no "external dictionary" match finder:
+ * ≈ 1.15× faster than a streamed block). Brotli: an output buffer sized for the usual result, a bit over half
+ * the block.
  */
-export function compressBlock(codec: Codec, raw: Buffer, cb: Callback): void {
+export function compressBlockSync(codec: Codec, raw: Uint8Array, zstdLevel: number = DEFAULT_ZSTD_LEVEL): Buffer {
   if (codec === Codec.ZSTD) {
-    (sharedZstd ??= new SharedZstd()).compress(raw, cb);
-    return;
+    if (zstdCompressSync === undefined) throw new CodecError(`zstd recordings need Node 22.15 or later (this is Node ${process.versions.node})`);
+    return zstdCompressSync(raw, compressOptions(codec, raw.length, zstdLevel) as { params: Record<number, number>; chunkSize: number });
   }
-  const chunkSize = Math.max(64 * 1024, Math.ceil(raw.length * 0.6));
-  const params = { [zlib.constants.BROTLI_PARAM_QUALITY]: 1, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length };
-  zlib.brotliCompress(raw, { params, chunkSize }, cb);
+  return zlib.brotliCompressSync(raw, compressOptions(codec, raw.length, zstdLevel));
 }
 
-let sharedZstd: SharedZstd | undefined;
-
-/**
- * One zstd stream for every recording of the process: each block is written and ended as a frame of its own
- * (ZSTD_e_end), so blocks stay independently readable, but the compression context and its tables are made
- * once instead of per block. A context per block is native memory V8 is told about, allocated and dropped a
- * few times a second per session: measured in the service's session path (bench/record-cost.ts), that churn
- * cost as much garbage-collection work as the compression itself. Blocks are compressed one at a time, in the
- * order given, on one pool thread at a time (≈ 300 MB/s, twenty times what 50,000 agents at 20 Hz record).
- */
-class SharedZstd {
-  private stream: Transform | null = null;
-  private readonly queue: Array<{ readonly raw: Buffer; readonly cb: Callback }> = [];
-  private current: { readonly raw: Buffer; readonly cb: Callback } | null = null;
-  private out: Buffer[] = [];
-
-  compress(raw: Buffer, cb: Callback): void {
-    this.queue.push({ raw, cb });
-    if (this.current === null) this.next();
-  }
-
-  private next(): void {
-    const job = this.queue.shift();
-    this.current = job ?? null;
-    if (job === undefined) return;
-    const stream = (this.stream ??= this.create());
-    stream.write(job.raw);
-    (stream as Transform & { flush(kind: number, cb: (err?: Error | null) => void): void }).flush(constants.ZSTD_e_end!, (err) => {
-      if (this.stream !== stream || this.current !== job) return; // failed meanwhile: the job has its answer
-      if (err) {
-        this.fail(stream, err);
-        return;
-      }
-      const out = this.out.length === 1 ? this.out[0]! : Buffer.concat(this.out);
-      this.out = [];
-      job.cb(null, out);
-      this.next();
-    });
-  }
-
-  private create(): Transform {
-    const stream = zstd.createZstdCompress!({ params: zstdParams(), chunkSize: 256 * 1024 });
-    stream.on('data', (chunk: Buffer) => this.out.push(chunk));
-    stream.on('error', (err: Error) => this.fail(stream, err));
-    return stream;
-  }
-
-  /** The stream failed: the block in flight and those waiting fail (their recordings stop); the next block gets a new stream. */
-  private fail(stream: Transform, err: Error): void {
-    if (this.stream !== stream) return;
-    this.stream = null;
-    this.out = [];
-    const jobs = [...(this.current !== null ? [this.current] : []), ...this.queue.splice(0)];
-    this.current = null;
-    for (const job of jobs) job.cb(err, Buffer.alloc(0));
-  }
+/** node:zlib options for compressing a block of `length` bytes with `codec`. */
+export function compressOptions(codec: Codec, length: number, zstdLevel: number): { params: Record<number, number>; chunkSize: number } {
+  if (codec === Codec.ZSTD) return { params: zstdParams(zstdLevel), chunkSize: Math.max(64 * 1024, length + (length >> 7) + 1024) };
+  const params = { [zlib.constants.BROTLI_PARAM_QUALITY]: 1, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: length };
+  return { params, chunkSize: Math.max(64 * 1024, Math.ceil(length * 0.6)) };
 }
 
 /** A block's codec cannot be read here (unknown, or zstd on a Node without it). */

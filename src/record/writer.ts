@@ -1,13 +1,14 @@
 // Writes one recording: records are copied into the block being filled (a memcpy on the session's path; the
-// frames themselves are not kept alive), and whole blocks are compressed on libuv's thread pool and appended
-// to the file in order. Nothing here is ever awaited by a tick; a failing disk stops the recording, never
+// frames themselves are not kept alive), and whole blocks are handed by reference to a BlockSink (blocks.ts; in the
+// service, its compression thread), which compresses them and appends them to the file, in order. Nothing here is ever awaited by a tick; a failing disk stops the recording, never
 // the session.
 
 import { mkdir, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { encode } from '../protocol/index.js';
-import { compressBlock, resolveCodec, type Codec, type CodecChoice } from './codec.js';
-import { blockHeader, FORMAT_VERSION, Kind, MAGIC, partFileName, type RecordingHeader, type TreeTable } from './format.js';
+import { DEFAULT_ZSTD_LEVEL, resolveCodec, type Codec, type CodecChoice } from './codec.js';
+import { poolSink, type BlockSink } from './blocks.js';
+import { FORMAT_VERSION, Kind, MAGIC, partFileName, type RecordingHeader, type TreeTable } from './format.js';
 
 /** What a writer needs to know; the header fields that do not change between parts. */
 export interface WriterOptions {
@@ -32,6 +33,13 @@ export interface WriterOptions {
    * snapshot frames zstd gives the same size at about half the CPU. `zstd` on an older Node throws.
    */
   readonly codec?: CodecChoice;
+  /** zstd level (negative: faster, larger). Default {@link DEFAULT_ZSTD_LEVEL}; benchmarks compare others. */
+  readonly zstdLevel?: number;
+  /**
+   * Compresses and appends full blocks. The service gives its compression thread (src/service/recording/compressor.ts);
+   * default: libuv's thread pool ({@link poolSink}).
+   */
+  readonly sink?: BlockSink;
   /** Compressed bytes reached the file `path`. */
   readonly onWritten?: (bytes: number, path: string) => void;
   /** A part file is begun (called before anything is written to it). */
@@ -50,6 +58,7 @@ export class RecordingWriter {
   private readonly maxPending: number;
   /** The codec of every block this writer writes. */
   readonly codec: Codec;
+  private readonly sink: BlockSink;
   private trees: TreeTable;
   private part = 0;
   private path = '';
@@ -74,6 +83,7 @@ export class RecordingWriter {
     this.flushMs = opts.flushMs ?? 1000;
     this.maxPending = opts.maxPendingBytes ?? 256 * 1024 * 1024;
     this.codec = resolveCodec(opts.codec ?? 'auto');
+    this.sink = opts.sink ?? poolSink;
     this.trees = { trees: opts.header.trees, definitions: opts.header.definitions };
     this.startPart();
   }
@@ -170,25 +180,19 @@ export class RecordingWriter {
       return;
     }
     const codec = this.codec;
-    const compressed = new Promise<Buffer>((resolve, reject) => {
-      compressBlock(codec, raw, (err, out) => {
-        // The compressor is done with the input: the buffer fills a later block.
-        if (whole.length === this.blockCapacity() && this.spare.length < 2) this.spare.push(whole);
-        if (err === null) resolve(out);
-        else reject(err);
-      });
-    });
-    // Awaited in the chain; if the chain stopped first (a disk error), its failure must not go unhandled.
-    compressed.catch(() => undefined);
+    const zstdLevel = this.opts.zstdLevel ?? DEFAULT_ZSTD_LEVEL;
     const handle = this.handle!;
     const path = this.path;
+    const sink = this.sink;
     this.enqueue(async () => {
-      const body = await compressed;
-      const head = blockHeader(body, raw.length, first, last, codec);
-      await (await handle).writev([head, body]);
+      // The block goes to the sink by reference (to the service's compression thread: shared memory); the buffer is
+      // reused once the sink is done with it.
+      const fd = (await handle).fd;
+      const written = await sink.write({ buffer: whole.buffer, length: raw.length, codec, zstdLevel, fd, firstTick: first, lastTick: last });
+      if (whole.length === this.blockCapacity() && this.spare.length < 2 && this.failed === null) this.spare.push(whole);
       this.pending -= raw.length;
-      this.partBytes += head.length + body.length;
-      this.opts.onWritten?.(head.length + body.length, path);
+      this.partBytes += written;
+      this.opts.onWritten?.(written, path);
     });
   }
 
@@ -197,10 +201,14 @@ export class RecordingWriter {
     return 2 * this.blockBytes;
   }
 
-  /** A buffer for the next block, big enough for a first record of `need` bytes. */
+  /**
+   * A buffer for the next block, big enough for a first record of `need` bytes; shared memory when the sink is a
+   * thread, which then reads it where it is.
+   */
   private newBlock(need: number): Buffer {
-    if (need > this.blockCapacity()) return Buffer.allocUnsafeSlow(need);
-    return this.spare.pop() ?? Buffer.allocUnsafeSlow(this.blockCapacity());
+    const size = Math.max(need, this.blockCapacity());
+    if (need <= this.blockCapacity() && this.spare.length > 0) return this.spare.pop()!;
+    return this.sink.shared ? Buffer.from(new SharedArrayBuffer(size)) : Buffer.allocUnsafeSlow(size);
   }
 
   private startPart(): void {

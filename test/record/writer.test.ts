@@ -1,5 +1,6 @@
 // The writer's blocks: records are copied into reused block buffers; a record that does not fit closes the
-// block first, and one bigger than a block gets a block of its own. Read back, everything is there in order
+// block first, and one bigger than a block gets a block of its own. Both block sinks (libuv's pool, the service's
+// compression thread reading blocks from shared memory) write the same records. Read back, everything is there in order
 // and the index (block headers) names the ticks each block marks.
 
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -9,6 +10,8 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { decode } from '../../src/protocol/index.js';
 import { Kind, RecordingReader, RecordingWriter } from '../../src/record/index.js';
 import { Codec, zstdAvailable } from '../../src/record/codec.js';
+import { poolSink, type BlockSink } from '../../src/record/blocks.js';
+import { threadSink } from '../../src/service/recording/compressor.js';
 
 let dir: string;
 beforeAll(async () => {
@@ -70,4 +73,61 @@ test.each(codecs)('%s: small blocks, records larger than a block, reused buffers
   expect(index.length).toBeGreaterThan(10);
   const covered = index.flatMap((b) => Array.from({ length: b.lastTick - b.firstTick + 1 }, (_, i) => b.firstTick + i));
   expect(covered).toEqual(ticks);
+});
+
+/** `n` bytes that do not compress (xorshift32 from `seed`). */
+function noise(n: number, seed: number): Buffer {
+  const b = Buffer.allocUnsafe(n);
+  let x = seed | 1;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    b[i] = x & 0xff;
+  }
+  return b;
+}
+
+/** Both block sinks: libuv's pool (tools) and the service's compression thread (blocks in shared memory). */
+const sinks: Array<[string, 'brotli' | 'zstd', BlockSink]> = codecs.flatMap((codec) => [
+  ['pool', codec, poolSink] as [string, 'brotli' | 'zstd', BlockSink],
+  ['thread', codec, threadSink] as [string, 'brotli' | 'zstd', BlockSink],
+]);
+
+test.each(sinks)('%s sink, %s: two recordings at once, incompressible megabyte blocks: all read back in order', async (name, codec, sink) => {
+  // Blocks that compress to more than their raw size, a record bigger than a block, two writers interleaving
+  // their blocks on one sink.
+  const writers = ['a', 'b'].map(
+    (w) =>
+      new RecordingWriter({
+        dir,
+        recording: `big-${name}-${codec}-${w}`,
+        maxBytes: 0,
+        codec,
+        sink,
+        header: { canopy: 'test', session: w, mode: 'lockstep', hz: 0, fields: null, plugins: [], trees: {}, definitions: {} },
+        onError: (err) => {
+          throw err;
+        },
+      }),
+  );
+  const written: string[][] = [[], []];
+  for (let t = 1; t <= 12; t++) {
+    for (const [w, writer] of writers.entries()) {
+      writer.tick(t, t / 20, 0.05, t);
+      const frame = noise(t === 5 ? 2_500_000 : t % 3 === 0 ? 1_100_000 : 700_000, t * 2 + w);
+      writer.bytes(Kind.SNAPSHOT_FRAME, frame);
+      written[w]!.push(frame.toString('base64'));
+      writer.tickEnded();
+    }
+  }
+  await Promise.all(writers.map((w) => w.close('done')));
+  for (const [w, writer] of writers.entries()) {
+    expect(writer.error).toBeNull();
+    const reader = RecordingReader.open(writer.file);
+    const frames = [...reader.records()].filter((r) => r.kind === Kind.SNAPSHOT_FRAME).map((r) => r.payload.toString('base64'));
+    expect(reader.problem).toBeNull();
+    expect(frames).toEqual(written[w]);
+    expect(reader.index().every((b) => b.codec === (codec === 'zstd' ? Codec.ZSTD : Codec.BROTLI))).toBe(true);
+  }
 });

@@ -11,6 +11,7 @@ import type { TreeLibrary } from '../../bt/library.js';
 import { ErrorCode } from '../../protocol/index.js';
 import { EXTENSION, SAFE_NAME, parsePartFileName, partFileName, type TreeTable } from '../../record/format.js';
 import { RecordingWriter } from '../../record/writer.js';
+import { threadSink } from './compressor.js';
 import type { Config } from '../config.js';
 import type { ServiceContext } from '../context.js';
 import { HttpError, HttpErrorCode, respond } from '../http/http.js';
@@ -96,6 +97,7 @@ export class Recordings {
       recording: id,
       maxBytes: this.o.config.recordMaxBytes,
       codec: this.o.config.recordCodec,
+      sink: threadSink,
       ...(this.o.blockBytes !== undefined ? { blockBytes: this.o.blockBytes } : {}),
       header: {
         canopy: CANOPY_VERSION,
