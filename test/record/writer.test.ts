@@ -3,7 +3,8 @@
 // compression thread reading blocks from shared memory) write the same records. Read back, everything is there in order
 // and the index (block headers) names the ticks each block marks.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -129,5 +130,17 @@ test.each(sinks)('%s sink, %s: two recordings at once, incompressible megabyte b
     expect(reader.problem).toBeNull();
     expect(frames).toEqual(written[w]);
     expect(reader.index().every((b) => b.codec === (codec === 'zstd' ? Codec.ZSTD : Codec.BROTLI))).toBe(true);
+  }
+});
+
+test.skipIf(!existsSync('/dev/full')).each(['pool', 'thread'] as const)('%s sink: a full disk comes back as the error with its code (ENOSPC)', async (name) => {
+  const sink = name === 'pool' ? poolSink : threadSink;
+  const buffer = sink.shared ? new SharedArrayBuffer(4096) : new ArrayBuffer(4096);
+  const handle = await open('/dev/full', 'w');
+  try {
+    const job = { buffer, length: 4096, codec: Codec.BROTLI, zstdLevel: -6, fd: handle.fd, firstTick: 1, lastTick: 1 };
+    await expect(sink.write(job)).rejects.toMatchObject({ code: 'ENOSPC' });
+  } finally {
+    await handle.close();
   }
 });
