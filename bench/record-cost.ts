@@ -22,7 +22,7 @@ import { zstdAvailable, type CodecChoice } from '../src/record/codec.js';
 import { loadLibrary } from '../src/service/http/trees.js';
 import { Metrics } from '../src/service/metrics.js';
 import { createAgentPool } from '../src/service/pool/index.js';
-import { threadSink } from '../src/service/recording/compressor.js';
+import { THREAD_NAME, threadSink } from '../src/service/recording/compressor.js';
 import { SessionRecorder } from '../src/service/recording/recorder.js';
 import { Session } from '../src/service/sessions/session.js';
 import { FIELDS, GameWorld } from './load/world.js';
@@ -66,8 +66,8 @@ const dir = await mkdtemp(join(tmpdir(), 'canopy-record-cost-'));
 
 /**
  * CPU ms of this process's threads by kind, from /proc (Linux; empty elsewhere): the main thread, libuv's
- * thread pool, worker threads (the recording compression thread; the agent pool's with --workers) and V8's helpers
- * (concurrent GC, compilers).
+ * thread pool, the recording compression thread, worker threads (the agent pool's with --workers) and V8's
+ * helpers (concurrent GC, compilers).
  */
 function threadCpu(): Record<string, number> {
   const out: Record<string, number> = {};
@@ -82,7 +82,15 @@ function threadCpu(): Record<string, number> {
       const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
       const line = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
       const f = line.slice(line.lastIndexOf(')') + 2).split(' ');
-      const kind = Number(tid) === process.pid ? 'main' : name.startsWith('libuv-worker') ? 'pool' : name.startsWith('node-V8Worker') ? 'v8' : name === 'WorkerThread' ? 'worker' : 'other';
+      const kind = Number(tid) === process.pid ? 'main' : name === THREAD_NAME
+            ? 'record'
+            : name.startsWith('libuv-worker')
+              ? 'pool'
+              : name.startsWith('node-V8Worker')
+                ? 'v8'
+                : name === 'WorkerThread'
+                  ? 'worker'
+                  : 'other';
       // utime + stime, in clock ticks (100 per second on Linux).
       out[kind] = (out[kind] ?? 0) + (Number(f[11]) + Number(f[12])) * 10;
     } catch {
@@ -187,6 +195,6 @@ for (const codec of codecs) {
   );
 }
 if (Object.keys(threadSums.get(null)!).length > 0) {
-  console.log('CPU per agent-tick by thread, mean of the rounds (10 ms clock ticks; worker: the recording compression thread, where blocks are compressed and written, and the agent pool workers with --workers; pool: libuv; v8: GC and compiler helpers):');
+  console.log('CPU per agent-tick by thread, mean of the rounds (10 ms clock ticks; record: the recording compression thread, where blocks are compressed and written (Node 24+; before, it counts in worker); worker: the agent pool threads; pool: libuv; v8: GC and compiler helpers):');
   for (const c of settings) console.log(`  ${(c?.name ?? 'off').padEnd(8)} ${perThread(c)}`);
 }

@@ -18,13 +18,19 @@ export interface BlockRequest extends BlockJob {
 /** The compression thread's answer: bytes appended (block header and body), or why not. */
 export type BlockReply = { readonly id: number; readonly written: number } | { readonly id: number; readonly error: { readonly message: string; readonly code?: string } };
 
+/**
+ * The thread's name: on Node 24 and later it is the OS thread's name too (`/proc/PID/task/TID/comm`), so CPU
+ * figures can tell it from the agent pool's workers (`WorkerThread`).
+ */
+export const THREAD_NAME = 'canopy-record';
+
 /** Starts compress-worker.ts (compiled: .js); under vitest through tsx, the way the agent pool starts its workers. */
 function startThread(): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./compress-worker.js', import.meta.url));
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./compress-worker.js', import.meta.url), { name: THREAD_NAME });
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./compress-worker.ts', import.meta.url).href;
   const boot = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(boot, { eval: true });
+  return new Worker(boot, { eval: true, name: THREAD_NAME });
 }
 
 interface Waiting {
