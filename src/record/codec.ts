@@ -16,6 +16,7 @@ export type Codec = (typeof Codec)[keyof typeof Codec];
 /** What `CANOPY_RECORD_CODEC` may say: `auto` is zstd when this Node has it, Brotli otherwise. */
 export type CodecChoice = 'auto' | 'zstd' | 'brotli';
 
+type Callback = (err: Error | null, out: Buffer) => void;
 /** node:zlib's zstd functions, typed here: the project's Node 20 type definitions do not declare them. */
 interface ZstdFunctions {
   readonly zstdCompressSync?: (buf: Uint8Array, options: { params: Record<number, number>; chunkSize: number }) => Buffer;
