@@ -85,26 +85,19 @@ export class SessionShard {
   }
 
   /**
-   * Rows of `frame` follow (FrameRows: checked by the protocol, decoded by the host): call before pushing
-   * them with pushFrameRow, and endFrame() after. The hot path of snapshots: two numbers per row.
+   * Rows of `frame` follow (FrameRows: checked by the protocol, decoded by the host): call before writing
+   * them into the batch's `slots`, `offsets` and `count` (room for `rows` more rows is made here), and
+   * endFrame() after. The hot path of snapshots: two numbers per row.
    */
-  startFrame(frame: Uint8Array): FrameBatch {
+  startFrame(frame: Uint8Array, rows = 0): FrameBatch {
     let b = this.frameRows;
     if (b === null) b = this.frameRows = this.spareFrameRows.pop() ?? newFrameBatch(Math.max(MIN_ROWS, this.count));
+    while (b.slots.length < b.count + rows) growFrameRows(b);
     if (b.frames.length === 0 || b.frames[b.frames.length - 1] !== frame) {
       b.frames.push(frame);
       b.ends.push(b.count);
     }
     return b;
-  }
-
-  /** Appends the row of the agent in `slot` whose values start at byte `offset` of the frame of startFrame(). */
-  pushFrameRow(b: FrameBatch, slot: number, offset: number): void {
-    const i = b.count;
-    if (i === b.slots.length) growFrameRows(b);
-    b.slots[i] = slot;
-    b.offsets[i] = offset;
-    b.count = i + 1;
   }
 
   /** The rows of the frame are in: its end is where the next frame's rows start. */
