@@ -308,7 +308,9 @@ function scanRows(width: number): FrameRows | undefined {
   if (count > LIMITS.maxListLength || count * (width + 1) > end - pos) return undefined;
   const header = 0x90 + width + 1;
   if (width + 1 > 15) return undefined;
-  // Sized once: pushing 12,500 ids grew the array a dozen times, half of the main thread's allocation per frame.
+  // Sized once: pushing 12,500 ids grew the array a dozen times, half of the main thread's allocation per frame
+  // (Array.from({ length }) would fill it first, one more pass).
+  // oxlint-disable-next-line unicorn/no-new-array -- a length, every slot is written below before the array is used
   const ids = new Array<AgentId>(count);
   const offsets = new Int32Array(count);
   const bytes = src;
