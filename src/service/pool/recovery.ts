@@ -1,6 +1,7 @@
 // Crash and stall recovery of a WorkerPool (docs/durability.md): per worker and session, the newest checkpoint of
 // the agents' state and every order sent to that worker since. A replacement worker is rebuilt from them, exactly.
 
+import type { FrameHolds } from './frames.js';
 import type { CheckpointReply, FrameBatch, ResultBatch, RowBatch, TickOrder, ToHost } from './wire.js';
 
 /** Default PoolOptions.checkpointMs. */
@@ -51,7 +52,12 @@ export class RecoveryJournal {
   private packMs = 0;
   private readonly packTimes: number[] = [];
 
-  constructor(hostCount: number, everyMs: number, minTicks = DEFAULT_CHECKPOINT_TICKS) {
+  /**
+   * @param frames told of every snapshot frame a logged tick order keeps (hold) and of those a checkpoint lets go
+   *   (release), so shared frame buffers can be reused (frames.ts); other ways a log goes (dropped, forgotten) let
+   *   go of nothing: those frames are left to the garbage collector
+   */
+  constructor(hostCount: number, everyMs: number, minTicks = DEFAULT_CHECKPOINT_TICKS, private readonly frames: FrameHolds | null = null) {
     this.hosts = Array.from({ length: hostCount }, () => new Map());
     this.everyMs = everyMs;
     this.minTicks = minTicks;
@@ -96,6 +102,7 @@ export class RecoveryJournal {
         log.orders.push(copy);
         log.ticks++;
         log.loggedBytes += inputBytes(copy);
+        if (this.frames !== null && msg.frameRows !== null) for (const f of msg.frameRows.frames) this.frames.hold(f);
         if (log.inflight !== null) return false;
         if (log.ticks >= MAX_LOGGED_TICKS) return true;
         if (Math.abs(msg.time - log.requestedAt) * 1000 < this.everyMs) return false;
@@ -132,6 +139,8 @@ export class RecoveryJournal {
       if (o.t !== 'tick') continue;
       log.ticks--;
       log.loggedBytes -= inputBytes(o);
+      // Covered by the checkpoint: the worker read these frames before it packed it.
+      if (this.frames !== null && o.frameRows !== null) for (const f of o.frameRows.frames) this.frames.release(f);
       // The checkpoint holds the stopped agent: the stop need not be replayed any more.
       if (log.stops.length > 0) log.stops = log.stops.filter((x) => x.req !== o.req);
     }

@@ -8,6 +8,7 @@ import type { TreeLookup } from './host.js';
 import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
+import { FramePool } from './frames.js';
 import { DEFAULT_CHECKPOINT_MS, DEFAULT_CHECKPOINT_TICKS, RecoveryJournal, type RecoveryStats } from './recovery.js';
 import type { PoolLogger, PoolOptions } from './types.js';
 import type { FromHost, HostRequest, ToHost, TreesOrder, WorkerHello, WorldUpdate } from './wire.js';
@@ -86,6 +87,8 @@ export class WorkerPool extends PoolRouter {
   private closed = false;
   /** Checkpoints and order logs for crash recovery; null when PoolOptions.checkpointMs is negative. */
   private readonly journal: RecoveryJournal | null;
+  /** The shared copies of snapshot frames (shareFrame), reused once the workers and the journal let go. */
+  private readonly frameCopies = new FramePool();
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
     super(trees, options.workers, logger);
@@ -95,7 +98,7 @@ export class WorkerPool extends PoolRouter {
     for (const name of trees.names()) this.hashes[name] = trees.get(name)!.hash;
     this.replaced = Array.from({ length: options.workers }, () => []);
     const checkpointMs = options.checkpointMs ?? DEFAULT_CHECKPOINT_MS;
-    this.journal = checkpointMs < 0 ? null : new RecoveryJournal(options.workers, checkpointMs, options.checkpointTicks ?? DEFAULT_CHECKPOINT_TICKS);
+    this.journal = checkpointMs < 0 ? null : new RecoveryJournal(options.workers, checkpointMs, options.checkpointTicks ?? DEFAULT_CHECKPOINT_TICKS, this.frameCopies);
     this.eluWindows = new EluWindows(options.workers, options.eluWindowMs ?? DEFAULT_ELU_WINDOW_MS, (i) => {
       const t = this.threads[i];
       return t === undefined || !t.isReady || t.gone ? null : t.worker.performance.eventLoopUtilization();
@@ -152,11 +155,21 @@ export class WorkerPool extends PoolRouter {
     const t = this.threads[host]!;
     if (t.gone) return Promise.reject(new Error(`worker ${host} is down`));
     const due = this.journal?.record(host, msg) ?? false;
-    const reply = new Promise<FromHost>((resolve, reject) => {
+    // The frames of a tick order are held until the worker answers it (it reads them before ticking), whether by
+    // this worker or, after a crash, by its replacement (the journal holds them meanwhile).
+    const frames = msg.t === 'tick' && msg.frameRows !== null && msg.frameRows.frames.length > 0 ? msg.frameRows.frames.slice() : null;
+    if (frames !== null) for (const f of frames) this.frameCopies.hold(f);
+    let reply = new Promise<FromHost>((resolve, reject) => {
       t.pending.set(msg.req, { resolve, reject });
       t.progress.posting();
       t.worker.postMessage(msg, transfer);
     });
+    if (frames !== null) {
+      const release = (): void => {
+        for (const f of frames) this.frameCopies.release(f);
+      };
+      reply = reply.finally(release);
+    }
     if (due && msg.t === 'tick') this.requestCheckpoint(host, msg.session, msg.time);
     return reply;
   }
@@ -207,9 +220,7 @@ export class WorkerPool extends PoolRouter {
    * the recovery log keeps it by reference. Measured against a structured clone per worker: see docs/capacity.md.
    */
   protected shareFrame(bytes: Uint8Array): Uint8Array {
-    const shared = new Uint8Array(new SharedArrayBuffer(bytes.length));
-    shared.set(bytes);
-    return shared;
+    return this.frameCopies.copy(bytes);
   }
 
   protected elu(host: number): number {

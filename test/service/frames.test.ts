@@ -1,0 +1,61 @@
+// The shared frame copies (pool/frames.ts): a buffer goes back to the free list only when every holder let go,
+// and a copy nobody released is never handed out again while it is still out.
+
+import { describe, expect, it } from 'vitest';
+import { FramePool } from '../../src/service/pool/frames.js';
+
+const bytes = (n: number, fill: number): Uint8Array => new Uint8Array(n).fill(fill);
+
+describe('FramePool', () => {
+  it('copies the bytes into shared memory, a view of exactly their length', () => {
+    const pool = new FramePool();
+    const f = pool.copy(bytes(1000, 7));
+    expect(f.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(f.length).toBe(1000);
+    expect(f.every((b) => b === 7)).toBe(true);
+  });
+
+  it('reuses a buffer only after its last holder released it', () => {
+    const pool = new FramePool();
+    const a = pool.copy(bytes(300_000, 1));
+    pool.hold(a); // worker 1
+    pool.hold(a); // worker 2
+    pool.hold(a); // the recovery log
+    pool.release(a);
+    pool.release(a);
+    const b = pool.copy(bytes(300_000, 2));
+    expect(b.buffer).not.toBe(a.buffer); // the log still holds a
+    expect(a[0]).toBe(1);
+    pool.release(a);
+    const c = pool.copy(bytes(299_000, 3)); // another frame of the same session, a little smaller
+    expect(c.buffer).toBe(a.buffer);
+    expect(c.length).toBe(299_000);
+    expect(pool.reused).toBe(1);
+  });
+
+  it('never frees a frame nobody held, nor one released more often than held', () => {
+    const pool = new FramePool();
+    const a = pool.copy(bytes(100, 1));
+    pool.release(a); // not held: ignored (a discarded batch is never posted)
+    expect(pool.copy(bytes(100, 2)).buffer).not.toBe(a.buffer);
+    pool.hold(a);
+    pool.release(a);
+    pool.release(a);
+    const c = pool.copy(bytes(100, 3));
+    expect(c.buffer).toBe(a.buffer);
+    expect(pool.copy(bytes(100, 4)).buffer).not.toBe(a.buffer); // handed out once, not twice
+  });
+
+  it('keeps at most its cap of free buffers; frames of another size class get their own', () => {
+    const pool = new FramePool(64 * 1024);
+    const a = pool.copy(bytes(10, 1));
+    const b = pool.copy(bytes(10, 1));
+    for (const f of [a, b]) {
+      pool.hold(f);
+      pool.release(f);
+    }
+    expect(pool.copy(bytes(10, 2)).buffer).toBe(a.buffer);
+    expect(pool.copy(bytes(10, 2)).buffer).not.toBe(b.buffer); // b was over the cap: left to the GC
+    expect(pool.copy(bytes(200_000, 2)).buffer.byteLength).toBe(256 * 1024);
+  });
+});
