@@ -19,11 +19,12 @@ export function fieldWarnings(
 ): SpawnWarning[] {
   const fields = session.fields;
   if (fields === null || created.length === 0) return [];
-  const ok = new Set<AgentId>(created);
   let done = warned.get(session);
+  // Every agent created (the common case): no set of 10,000 ids to build and ask, once per spawn, on the main thread.
+  const ok = created.length === agents.length ? null : new Set<AgentId>(created);
   const out: SpawnWarning[] = [];
   for (const agent of agents) {
-    if (!ok.has(agent.id) || done?.has(agent.tree) === true) continue;
+    if (done?.has(agent.tree) === true || (ok !== null && !ok.has(agent.id))) continue;
     if (done === undefined) warned.set(session, (done = new Set()));
     done.add(agent.tree);
     const missing = (reads(agent.tree)?.self ?? []).filter((f) => !fields.includes(f));
