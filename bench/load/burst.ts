@@ -66,6 +66,12 @@ export interface BurstResult {
   readonly firstTickMs: number[];
   /** spawn: ms from sending the despawn to its reply. */
   readonly despawnAckMs: number[];
+  /**
+   * How late the generator itself handed the other game servers' snapshots to their sockets (scheduled send →
+   * sent: its timer, world step, rows and encoding), in the steady window and in the burst windows. Latency counts
+   * from the scheduled send, so this much of `burst` is the generator's, not the service's.
+   */
+  readonly sendLate: { readonly steady: PhaseLatency; readonly burst: PhaseLatency };
   /** burst p99 − steady p99 (ms); and burst p99 / steady p99. */
   readonly delayP99Ms: number;
   readonly ratioP99: number;
@@ -75,11 +81,12 @@ export interface BurstResult {
   readonly sampleError: string | null;
 }
 
-/** A phase: ticks scheduled in [from, to) go to `hist`. */
+/** A phase: ticks scheduled in [from, to) go to `hist`, how late the generator sent them to `late`. */
 interface Window {
   readonly from: number;
   readonly to: number;
   readonly hist: LatencyHistogram;
+  readonly late?: LatencyHistogram;
 }
 
 const BURST_WINDOW_MS = 2000;
@@ -106,9 +113,14 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
   const steady = new LatencyHistogram();
   const burst = new LatencyHistogram();
   const despawn = new LatencyHistogram();
+  const steadyLate = new LatencyHistogram();
+  const burstLate = new LatencyHistogram();
   const windows: Window[] = [];
   const record = (dueAt: number, ms: number): void => {
     for (const w of windows) if (dueAt >= w.from && dueAt < w.to) w.hist.record(ms);
+  };
+  const recordLate = (dueAt: number, ms: number): void => {
+    for (const w of windows) if (dueAt >= w.from && dueAt < w.to) w.late?.record(ms);
   };
   for (const g of games) g.onLatency = record;
 
@@ -121,7 +133,11 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
     if (stopped) return;
     const now = performance.now() + 0.5;
     const dt = 1 / spec.hz;
-    for (const { g, s } of running) s.take(now, (n, dueAt) => g.tick(n, dueAt, dt));
+    for (const { g, s } of running)
+      s.take(now, (n, dueAt) => {
+        g.tick(n, dueAt, dt);
+        if (g !== newcomer) recordLate(dueAt, performance.now() - dueAt);
+      });
     let next = Infinity;
     for (const { s } of running) next = Math.min(next, s.nextDue());
     if (next !== Infinity) timer = setTimeout(pace, Math.max(0, Math.floor(next - performance.now() - 0.5)));
@@ -140,17 +156,21 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
   const firstTickMs: number[] = [];
   const despawnAckMs: number[] = [];
   const extra: GameServer[] = [];
+  /** spawn: the newcomer now ticking (its ticks are not the others'). */
+  let newcomer: GameServer | null = null;
   /** The newcomers' errors, counted before they say bye (which ends their sessions). */
   let extraErrors = 0;
   try {
     await Promise.all(games.map((g) => g.connect()));
     const offsets = phaseOffsets(games.length, periodMs, true);
     if (spec.kind === 'start') {
-      // All at once: spawns go out now, and every game server ticks from now on.
+      // All at once: spawns go out now, and every game server ticks from now on. The spawn messages' agent lists
+      // are built before that instant: a game server has its spawn ready when it sends it.
+      for (const g of games) g.prepareSpawn();
       const origin = performance.now();
-      windows.push({ from: origin, to: origin + BURST_WINDOW_MS, hist: burst });
+      windows.push({ from: origin, to: origin + BURST_WINDOW_MS, hist: burst, late: burstLate });
       const steadyFrom = origin + spec.warmup * 1000;
-      windows.push({ from: steadyFrom, to: steadyFrom + spec.seconds * 1000, hist: steady });
+      windows.push({ from: steadyFrom, to: steadyFrom + spec.seconds * 1000, hist: steady, late: steadyLate });
       const spawned = Promise.all(games.map((g) => g.spawn()));
       games.forEach((g, k) => join(g, origin, offsets[k]!));
       await spawned;
@@ -162,15 +182,16 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       games.forEach((g, k) => join(g, origin, offsets[k]!));
       const steadyFrom = origin + spec.warmup * 1000;
       const steadyTo = steadyFrom + spec.seconds * 1000;
-      windows.push({ from: steadyFrom, to: steadyTo, hist: steady });
+      windows.push({ from: steadyFrom, to: steadyTo, hist: steady, late: steadyLate });
       await sleepUntil(steadyTo);
       for (let k = 0; k < spec.repeat; k++) {
         const b = game(spec.burstAgents, spec.sessions + k, spec.burstAgents);
         extra.push(b);
         await b.connect();
         await sleep(200); // the connection's own cost is not the spawn's
+        b.prepareSpawn();
         const sent = performance.now();
-        windows.push({ from: sent, to: sent + BURST_WINDOW_MS, hist: burst });
+        windows.push({ from: sent, to: sent + BURST_WINDOW_MS, hist: burst, late: burstLate });
         let first = -1;
         b.onLatency = () => {
           if (first < 0) first = performance.now() - sent;
@@ -182,16 +203,18 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
         // ticking at 20 Hz. Then it ticks for 2 s, stops, and despawns everything in one message.
         b.tick(1, performance.now(), 1 / spec.hz);
         await sleepUntil(sent + BURST_WINDOW_MS);
+        newcomer = b;
         join(b, performance.now(), 0, 2);
         await sleep(2000);
         leave(b);
+        newcomer = null;
         // Its last ticks answered, and a moment for the others to settle: the despawn window is the despawn's.
         const settleBy = performance.now() + 10_000;
         while (b.outstanding > 0 && performance.now() < settleBy) await sleep(10);
         await sleep(500);
         firstTickMs.push(first);
         const dsent = performance.now();
-        windows.push({ from: dsent, to: dsent + BURST_WINDOW_MS, hist: despawn });
+        windows.push({ from: dsent, to: dsent + BURST_WINDOW_MS, hist: despawn, late: burstLate });
         await b.despawnAll();
         despawnAckMs.push(performance.now() - dsent);
         await sleepUntil(dsent + BURST_WINDOW_MS);
@@ -233,6 +256,7 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       spawnAckMs: spawnAckMs.map((x) => +x.toFixed(1)),
       firstTickMs: firstTickMs.map((x) => +x.toFixed(1)),
       despawnAckMs: despawnAckMs.map((x) => +x.toFixed(1)),
+      sendLate: { steady: round(steadyLate.summary()), burst: round(burstLate.summary()) },
       delayP99Ms: +(b.p99 - s.p99).toFixed(3),
       ratioP99: s.p99 > 0 ? +(b.p99 / s.p99).toFixed(3) : 0,
       lost,
@@ -263,6 +287,10 @@ export function burstLines(res: BurstResult): string[] {
       ? `  other game servers delayed by p99 +${res.delayP99Ms.toFixed(1)} ms (×${res.ratioP99.toFixed(2)}); spawn answered in ${res.spawnAckMs.join(', ')} ms; ` +
           `newcomer's first tick after ${res.firstTickMs.join(', ')} ms; despawn answered in ${res.despawnAckMs.join(', ')} ms`
       : `  first 2 s p99 / steady p99 = ×${res.ratioP99.toFixed(2)}`,
+  );
+  lines.push(
+    `  the generator sent them late by p99 ${res.sendLate.steady.p99.toFixed(1)} / max ${res.sendLate.steady.max.toFixed(1)} ms steady, ` +
+      `p99 ${res.sendLate.burst.p99.toFixed(1)} / max ${res.sendLate.burst.max.toFixed(1)} ms in the ${res.kind === 'spawn' ? 'spawn and despawn windows' : 'first 2 s'} (counted in their latency)`,
   );
   if (res.lost > 0 || res.errors > 0) lines.push(`  ${res.lost} ticks unanswered, ${res.errors} errors${res.sampleError === null ? '' : `: ${res.sampleError}`}`);
   return lines;

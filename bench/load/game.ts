@@ -97,6 +97,8 @@ export class GameServer {
   /** The last tick sent. */
   private sentTick = 0;
   private readonly inFlight = new Map<number, number>();
+  /** Spawn messages' agent lists built ahead (prepareSpawn), or null. */
+  private spawnBatches: SpawnAgent[][] | null = null;
   private firstError: string | undefined;
 
   constructor(options: GameOptions) {
@@ -139,19 +141,38 @@ export class GameServer {
     if (o.mode === 'fixed') this.client.on('decisions', (d) => this.onFixedDecisions(d));
   }
 
-  /** Spawns the agents, in batches. */
+  /**
+   * Builds the spawn messages' agent lists now, so that `spawn()` only sends them: a burst that times from the
+   * spawn's send (`--burst start`) does not count the generator's own building as the service's latency.
+   */
+  prepareSpawn(): void {
+    this.spawnBatches = this.spawnMessages();
+  }
+
+  /** Spawns the agents, in batches (built by `prepareSpawn` if it was called, else now). */
   async spawn(): Promise<void> {
+    const batches = this.spawnBatches ?? this.spawnMessages();
+    this.spawnBatches = null;
+    for (const batch of batches) {
+      const out = await this.client.spawn(batch);
+      if (out.errors.length > 0) throw new Error(`spawn refused ${out.errors.length} agents: ${out.errors[0]!.code} ${out.errors[0]!.message}`);
+    }
+  }
+
+  /** The agent lists of the spawn messages, `spawnBatch` agents each. */
+  private spawnMessages(): SpawnAgent[][] {
     const o = this.options;
     const batchSize = o.spawnBatch ?? SPAWN_BATCH;
+    const batches: SpawnAgent[][] = [];
     for (let from = 0; from < o.agents; from += batchSize) {
       const batch: SpawnAgent[] = [];
       for (let i = from; i < Math.min(o.agents, from + batchSize); i++) {
         const every = o.lod === undefined ? 1 : everyOf(o.lod, i);
         batch.push({ id: this.ids === null ? i : this.ids[i]!, tree: o.tree, seed: o.seed * 1_000_003 + i, ...(every !== 1 ? { every } : {}) });
       }
-      const out = await this.client.spawn(batch);
-      if (out.errors.length > 0) throw new Error(`spawn refused ${out.errors.length} agents: ${out.errors[0]!.code} ${out.errors[0]!.message}`);
+      batches.push(batch);
     }
+    return batches;
   }
 
   /** Despawns every agent, `batchSize` per message (default: all in one). */

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from 'vitest';
+import type { BurstResult } from '../../bench/load/burst.js';
 import type { RunResult } from '../../bench/load/run.js';
 import { repoRoot } from '../../bench/load/service.js';
 
@@ -78,4 +79,27 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
     expect(report.watchCosts[0]!.inspectorMessages).toBeGreaterThan(3);
     expect(report.watchCosts[0]!.cpuPerAgentTickRatio).toBeGreaterThan(0);
   }, 120_000);
+  test('--burst both: a newcomer spawns and despawns once, and game servers start together; both report their windows and the generator\'s own lateness', async () => {
+    const json = join(dir, 'burst.json');
+    const args = [cli, '--burst', 'both', '--sessions', '2', '--agents', '200', '--burst-agents', '300', '--burst-repeat', '1', '--warmup', '1', '--seconds', '1', '--workers', '1', '--json', json];
+    // Exit code 1 only means a tick went unanswered on a busy machine: the JSON is still written and checked below.
+    await run(process.execPath, args, { cwd: root, timeout: 120_000 }).catch((err: { code?: number }) => {
+      if (err.code !== 1) throw err;
+    });
+    const report = JSON.parse(readFileSync(json, 'utf8')) as { bursts: BurstResult[]; failed: string[] };
+    expect(report.failed).toEqual([]);
+    expect(report.bursts.map((b) => b.kind)).toEqual(['spawn', 'start']);
+    for (const b of report.bursts) {
+      expect(b.errors).toBe(0);
+      expect(b.steady.count).toBeGreaterThan(0);
+      expect(b.burst.count).toBeGreaterThan(0);
+      // The generator's lateness covers the same ticks as the windows it explains.
+      expect(b.sendLate.steady.count).toBe(b.steady.count);
+      expect(b.sendLate.burst.count).toBeGreaterThanOrEqual(b.burst.count);
+      expect(b.sendLate.burst.max).toBeGreaterThanOrEqual(0);
+    }
+    const [spawn] = report.bursts;
+    expect(spawn!.spawnAckMs).toHaveLength(1);
+    expect(spawn!.despawn!.count).toBeGreaterThan(0);
+  }, 150_000);
 });
