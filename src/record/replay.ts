@@ -5,7 +5,7 @@ import type { Agent, AgentId } from '../bt/index.js';
 import type { TreeLibrary } from '../bt/library.js';
 import { decode, type DecisionsFields } from '../protocol/index.js';
 import { loadCatalog } from '../service/pool/load.js';
-import { Kind, type RecordingHeader } from './format.js';
+import { Kind, type RecordingHeader, type TickRecord } from './format.js';
 import { RecordingReader, type RawRecord } from './reader.js';
 import { ReplayRun, readTick, type ResultFilter, type TickOutcome } from './run.js';
 
@@ -19,6 +19,14 @@ export interface ReplayOptions {
   readonly filter?: ResultFilter;
   /** Worker threads for the agents (exact replay on many cores); 0 (default): this thread, and `agent()` works. */
   readonly workers?: number;
+  /**
+   * With `workers`: while the workers tick one tick, this thread reads and applies the inputs recorded before
+   * the next one and compares the tick before (wall time about the larger of the two instead of their sum).
+   * The frames and the difference found are the same; but once `next()` returns, the inputs up to the next
+   * tick are applied already and that tick may be running, so `agents()` lists agents a step ahead.
+   * For runs that go straight through (verifyRecording), not for looking at agents between ticks.
+   */
+  readonly pipeline?: boolean;
 }
 
 /** The first frame that came out differently. */
@@ -54,6 +62,8 @@ export class ReplaySession {
   compared = 0;
   /** Differences at earlier ticks are not kept (`--from`). */
   compareFrom = -Infinity;
+  /** Ticks after this one are not compared (`--to`: pipelined, the tick after it has run when the loop stops). */
+  compareTo = Infinity;
   private readonly reader: RecordingReader;
   private readonly path: string;
   private readonly opts: ReplayOptions;
@@ -64,6 +74,8 @@ export class ReplaySession {
   /** The replayed frame of the last tick, until the recorded one is read. */
   private unmatched: TickOutcome | null = null;
   private finished = false;
+  /** Pipelined: the tick the workers are running now, started before the current one was compared. */
+  private inflight: Promise<TickOutcome> | null = null;
 
   private constructor(path: string, reader: RecordingReader, opts: ReplayOptions) {
     this.path = path;
@@ -114,6 +126,7 @@ export class ReplaySession {
 
   /** Releases worker threads (with `workers`); the session cannot run further. */
   async close(): Promise<void> {
+    await this.settleInflight();
     await this.records?.return(undefined);
     await this.run?.close();
     this.run = undefined;
@@ -121,6 +134,7 @@ export class ReplaySession {
 
   /** Runs the next tick; false at the end of the recording. */
   async next(): Promise<boolean> {
+    if (this.pipelined) return this.nextPipelined();
     for (;;) {
       const r = await this.records!.next();
       if (r.done === true) {
@@ -143,10 +157,86 @@ export class ReplaySession {
 
   /** Runs to the end of `tick` (the last tick at or before it). Going backwards starts over. */
   async seek(tick: number): Promise<void> {
+    if (this.pipelined) throw new Error('seek: a pipelined replay session only goes straight through (open it without `pipeline`)');
     if (this.current !== null && tick < this.current.tick) await this.restart();
     while (!this.finished && (this.current === null || this.current.tick < tick)) {
       if (!(await this.peekTickAtMost(tick))) return;
       await this.next();
+    }
+  }
+
+  /** True when this session pipelines (ReplayOptions.pipeline, on worker threads). */
+  private get pipelined(): boolean {
+    return this.opts.pipeline === true && this.run !== undefined && this.run.onWorkers;
+  }
+
+  /**
+   * next() pipelined. Records stay applied in their recorded order, each before the tick it preceded: the
+   * router buffers inputs for the next tick while one is running (as it does for a fixed-mode session in the
+   * service), and orders it posts (spawn, despawn) reach a worker behind the tick already posted to it. What
+   * moves is only when this thread does its share: the inputs before tick N+1 are read and applied while
+   * the workers tick N, and N is compared while they tick N+1.
+   */
+  private async nextPipelined(): Promise<boolean> {
+    if (this.finished) return false;
+    // Nothing running yet (the first tick, or after a restart): read up to the first tick and start it.
+    if (this.inflight === null) {
+      const first = await this.readToTick();
+      if (first === null) {
+        this.finished = true;
+        return false;
+      }
+      this.start(first.tick);
+    }
+    // While it runs: the records after it up to the next tick (inputs applied, its DECISIONS held).
+    const ahead = await this.readToTick();
+    const outcome = await this.inflight!;
+    this.inflight = null;
+    // The next tick goes to the workers at once; this thread compares meanwhile.
+    if (ahead !== null) this.start(ahead.tick);
+    this.current = outcome;
+    this.unmatched = outcome;
+    if (ahead === null) this.finished = true;
+    this.settle(ahead === null ? (this.finishedDecisions ?? null) : ahead.decisions);
+    this.finishedDecisions = null;
+    return true;
+  }
+
+  /** The DECISIONS record read after the last tick, when the recording ended right after it. */
+  private finishedDecisions: Buffer | null = null;
+
+  private start(t: TickRecord): void {
+    const p = this.run!.tick(t);
+    // Awaited by the next step; until then a failure must not count as unhandled (a read may throw first).
+    p.catch(() => undefined);
+    this.inflight = p;
+  }
+
+  /** Waits for a tick still running (pipelined), ignoring its failure: for close() and restart(). */
+  private async settleInflight(): Promise<void> {
+    const p = this.inflight;
+    this.inflight = null;
+    if (p !== null) await p.catch(() => undefined);
+  }
+
+  /**
+   * Reads records up to the next TICK, applying inputs. Returns that tick and the DECISIONS record read on
+   * the way (the frame of the tick before), or null at the end (that frame then in `finishedDecisions`).
+   */
+  private async readToTick(): Promise<{ tick: TickRecord; decisions: Buffer | null } | null> {
+    let decisions: Buffer | null = null;
+    for (;;) {
+      const r = await this.records!.next();
+      if (r.done === true) {
+        this.finishedDecisions = decisions;
+        return null;
+      }
+      const { kind, payload } = r.value;
+      if (kind === Kind.TICK) return { tick: readTick(payload), decisions };
+      // The first one is the tick's (as in next(): a second finds no tick left to compare).
+      if (kind === Kind.DECISIONS) decisions ??= payload;
+      else if (kind === Kind.END || kind === Kind.HEADER) continue;
+      else this.run!.apply(kind, payload);
     }
   }
 
@@ -169,6 +259,8 @@ export class ReplaySession {
 
   private async restart(): Promise<void> {
     const catalog = this.opts.trees?.catalog ?? (await this.catalog());
+    await this.settleInflight();
+    this.finishedDecisions = null;
     await this.run?.close();
     if ((this.opts.workers ?? 0) > 0 && this.opts.trees === undefined && this.opts.filter === undefined) {
       this.run = await ReplayRun.create(this.header, catalog, { workers: this.opts.workers!, ...(this.opts.plugins !== undefined ? { plugins: this.opts.plugins } : {}) });
@@ -221,7 +313,7 @@ export class ReplaySession {
     // Fixed mode sends no frame for a tick with nothing to say; at the end a cut-off file may lack the last one.
     const expectFrame = this.header.mode === 'lockstep' || hasLists(mine.decisions);
     if (recorded === null && (!expectFrame || this.finished)) return;
-    if (mine.tick < this.compareFrom) return;
+    if (mine.tick < this.compareFrom || mine.tick > this.compareTo) return;
     this.compared++;
     if (this.difference !== null) return;
     if (recorded !== null && expectFrame && mine.matches(recorded)) return;
@@ -253,10 +345,15 @@ export interface VerifyReport {
  */
 export async function verifyRecording(
   path: string,
-  opts: { plugins?: string; from?: number; to?: number; workers?: number; onTick?: (tick: number) => void } = {},
+  opts: { plugins?: string; from?: number; to?: number; workers?: number; pipeline?: boolean; onTick?: (tick: number) => void } = {},
 ): Promise<VerifyReport> {
-  const s = await ReplaySession.open(path, { ...(opts.plugins !== undefined ? { plugins: opts.plugins } : {}), ...(opts.workers !== undefined ? { workers: opts.workers } : {}) });
+  // On worker threads pipelined: this thread reads and compares while the workers tick (same frames, same verdict).
+  const s = await ReplaySession.open(path, {
+    ...(opts.plugins !== undefined ? { plugins: opts.plugins } : {}),
+    ...(opts.workers !== undefined ? { workers: opts.workers, pipeline: opts.pipeline ?? true } : {}),
+  });
   if (opts.from !== undefined) s.compareFrom = opts.from;
+  if (opts.to !== undefined) s.compareTo = opts.to;
   let ticks = 0;
   let first: number | null = null;
   let last: number | null = null;

@@ -121,6 +121,11 @@ export class ReplayRun {
     return run;
   }
 
+  /** True when the agents tick on worker threads (the tick's promise settles later, not at once). */
+  get onWorkers(): boolean {
+    return this.folder !== null;
+  }
+
   /** Stops worker threads (if any) and removes their tree folder. */
   async close(): Promise<void> {
     await this.pool.close();

@@ -73,6 +73,8 @@ describe('canopy replay', () => {
     expect(human.stdout).toMatch(/^identical: 40 decisions frames of 40 ticks \(ticks 1–40\)/);
     const json = await run(['replay', recording, '--json', '--from', '10', '--to', '20']);
     expect(JSON.parse(json.stdout)).toMatchObject({ identical: true, ticks: 11, firstTick: 10, lastTick: 20 });
+    const onWorkers = await run(['replay', recording, '--json', '--from', '10', '--to', '20', '--workers', '2']);
+    expect(JSON.parse(onWorkers.stdout)).toEqual(JSON.parse(json.stdout));
   });
 
   test('a recorded frame that the trees would not produce: exit 1 with the first difference', async () => {
@@ -103,6 +105,10 @@ describe('canopy replay', () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(/^DIFFERENT at tick 7/);
     expect(r.stdout).toMatch(/dance/);
+    // The same first difference on worker threads (pipelined: tick 8 is already running when 7 is compared).
+    const onWorkers = await run(['replay', join(tampered, 'tampered.p001.canopyrec'), '--workers', '2', '--json']);
+    expect(onWorkers.code).toBe(1);
+    expect(JSON.parse(onWorkers.stdout)).toMatchObject({ identical: false, difference: { tick: 7 } });
   });
 
   test('what-if: a table by default, JSON with --json, --fail-on-change for CI gates', async () => {
