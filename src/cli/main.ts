@@ -74,7 +74,7 @@ program
   .option('--json', 'print one JSON object (for CI pipelines)')
   .option('--from <tick>', 'report from this tick on (earlier ticks still run)', tickNumber)
   .option('--to <tick>', 'stop after this tick', tickNumber)
-  .option('--workers <n>', 'exact replay: tick the agents on this many worker threads (default 0: this thread)', (v) => {
+  .option('--workers <n>', 'exact replay: tick the agents on this many worker threads, pipelined (this thread reads and compares while they tick); default 0: this thread', (v) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < 0 || n > 64) throw new InvalidArgumentError('expected an integer from 0 to 64');
     return n;
