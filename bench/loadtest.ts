@@ -12,7 +12,7 @@ import type { Mode } from '../src/client/index.js';
 import { findCapacity, type CapacityResult } from './load/capacity.js';
 import { OptionsError, parseOptions, type LoadOptions } from './load/options.js';
 import { capacityLine, capacityTable, failureLines, resultsTable } from './load/report.js';
-import { runLoad, type RunResult, type RunSpec } from './load/run.js';
+import { lodRowsOf, runLoad, type RunResult, type RunSpec } from './load/run.js';
 import { burstLines, runBurst, type BurstResult } from './load/burst.js';
 import { existingService, startService, treesFolderFor, type Target } from './load/service.js';
 import { formatLodMix } from './load/lod.js';
@@ -49,7 +49,7 @@ console.log('Canopy load test');
 console.log(formatMachine(machine));
 console.log(
   `target: ${o.url ?? `a service started per run on 127.0.0.1 (${o.workers.join(' and ')} worker${o.workers.length === 1 && o.workers[0] === 1 ? '' : 's'})`}; ` +
-    `${o.sessions} game servers, ${o.agents} agents, ${o.hz} Hz, tree ${o.tree}, ${o.warmup} s warm-up + ${o.findCapacity ? `${o.probeSeconds} s per probe` : `${o.seconds} s`}`,
+    `${o.sessions} game servers, ${o.agents} agents, ${o.hz} Hz, tree ${o.tree}${o.lod !== null ? `, level of detail ${formatLodMix(o.lod)} with rows ${o.lodRows ?? (o.modes.includes('fixed') ? 'due in lockstep, all in fixed' : 'due')}` : ''}, ${o.warmup} s warm-up + ${o.findCapacity ? `${o.probeSeconds} s per probe` : `${o.seconds} s`}`,
 );
 
 /** Recording figures of one run: bytes the service wrote for it. */
@@ -115,6 +115,7 @@ function spec(mode: Mode, agents: number, seconds: number, failFast: boolean, wa
     progressMs: o.progress * 1000,
     failFast,
     lod: o.lod,
+    ...(o.lodRows !== undefined ? { lodRows: o.lodRows } : {}),
   };
 }
 
@@ -181,7 +182,7 @@ for (const workers of workerCounts) {
       for (const record of o.record === 'both' ? [false, true] : [o.record === 'on']) {
         for (const watch of o.watch) {
           for (const ids of o.ids) {
-            log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${o.lod !== null ? `, level of detail ${formatLodMix(o.lod)}` : ''}${record ? ', every session recorded' : ''}${watch > 0 ? `, ${watch} watched by inspector pages` : ''}${ids !== 'dense' ? `, ${ids} ids` : ''}`);
+            log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${o.lod !== null ? `, level of detail ${formatLodMix(o.lod)}, rows ${lodRowsOf({ mode, ...(o.lodRows !== undefined ? { lodRows: o.lodRows } : {}) })}` : ''}${record ? ', every session recorded' : ''}${watch > 0 ? `, ${watch} watched by inspector pages` : ''}${ids !== 'dense' ? `, ${ids} ids` : ''}`);
             lastRecording = null;
             const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false, watch, ids), t, progress), record);
             results.push(r);
@@ -196,7 +197,7 @@ for (const workers of workerCounts) {
       { start: o.agents, min: o.minAgents, max: o.maxAgents, step, resolution: o.resolution, maxProbes: o.maxProbes },
       async (agents) => {
         for (let attempt = 1; ; attempt++) {
-          log(`\n— capacity probe: ${mode}, ${workers ?? 'remote'} workers, ${agents} agents`);
+          log(`\n— capacity probe: ${mode}, ${workers ?? 'remote'} workers, ${agents} agents${o.lod !== null ? `, level of detail ${formatLodMix(o.lod)}, rows ${lodRowsOf({ mode, ...(o.lodRows !== undefined ? { lodRows: o.lodRows } : {}) })}` : ''}`);
           const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, agents, o.probeSeconds, true), t, progress));
           log(`  → ${r.ok ? 'ok' : `fail: ${r.failures.join('; ')}`}`);
           // A run that never got going (its sessions lost before anything was ticked) says nothing about

@@ -7,7 +7,7 @@ import { CanopyClient, type AgentId, type Decisions, type Mode, type RowWriter, 
 import { agentIds, type IdStyle } from './ids.js';
 import { LatencyHistogram } from './histogram.js';
 import { GameWorld, isSquadTree } from './world.js';
-import { everyOf, type LodMix } from './lod.js';
+import { DueSchedule, everyOf, type LodMix, type LodRows } from './lod.js';
 
 /** Largest spawn message, in agents. */
 const SPAWN_BATCH = 5000;
@@ -25,6 +25,8 @@ export interface GameCounters {
   actions: number;
   cancels: number;
   done: number;
+  /** Observation rows sent. */
+  rows: number;
   /** Agent errors reported in decisions (`decisions.errors`). */
   agentErrors: number;
   /** `error` frames and lockstep refusals. */
@@ -36,7 +38,7 @@ export interface GameCounters {
 }
 
 function zeroCounters(): GameCounters {
-  return { snapshots: 0, answered: 0, frames: 0, actions: 0, cancels: 0, done: 0, agentErrors: 0, serviceErrors: 0, lost: 0, results: 0 };
+  return { snapshots: 0, rows: 0, answered: 0, frames: 0, actions: 0, cancels: 0, done: 0, agentErrors: 0, serviceErrors: 0, lost: 0, results: 0 };
 }
 
 export interface GameOptions {
@@ -57,6 +59,8 @@ export interface GameOptions {
   readonly spawnBatch?: number;
   /** Level of detail: tick intervals given at spawn (`--lod`); absent: every agent ticks every tick. */
   readonly lod?: LodMix;
+  /** With `lod`: `due` sends an agent's row only on the ticks the service ticks it (lockstep); default `all`. */
+  readonly lodRows?: LodRows;
 }
 
 /** One game server. */
@@ -100,11 +104,17 @@ export class GameServer {
   /** Spawn messages' agent lists built ahead (prepareSpawn), or null. */
   private spawnBatches: SpawnAgent[][] | null = null;
   private firstError: string | undefined;
+  /** `--lod-rows due`: the agents due on each session tick; null: every agent's row every tick. */
+  readonly dueRows: DueSchedule | null;
+  /** Snapshots sent since the spawn: the service's session tick count (0 = the first), which the phases count from. */
+  private sessionTicks = 0;
 
   constructor(options: GameOptions) {
     this.options = options;
     this.ids = agentIds(options.ids ?? 'dense', options.index ?? 0, options.agents);
     this.world = new GameWorld(options.agents, options.seed, this.ids, isSquadTree(options.tree));
+    if (options.lodRows === 'due' && options.mode !== 'lockstep') throw new Error('lodRows due: lockstep only (in fixed mode the service clock counts the ticks)');
+    this.dueRows = options.lod !== undefined && options.lodRows === 'due' ? new DueSchedule(options.lod, options.agents, this.ids) : null;
   }
 
   /** The first error message the service sent (for the report). */
@@ -192,7 +202,10 @@ export class GameServer {
     const startedAt = performance.now();
     const world = this.world;
     world.step(dt);
-    world.writeRows(this.rows);
+    // Due rows: the agents the service ticks at this session tick (a skipped schedule tick is never sent, so the
+    // count of snapshots sent, not `n`, is the service's tick count).
+    world.writeRows(this.rows, this.dueRows === null ? null : this.dueRows.due(this.sessionTicks));
+    this.sessionTicks++;
     const results = world.results();
     const shared = world.worldState();
     const inWindow = dueAt >= this.windowFrom && dueAt < this.windowTo;
@@ -233,6 +246,7 @@ export class GameServer {
     }
     if (inWindow) {
       c.snapshots++;
+      c.rows += this.rows.length;
       c.results += results.length;
       this.sendLag.record(startedAt - dueAt);
       this.work.record(performance.now() - startedAt);

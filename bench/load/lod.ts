@@ -1,5 +1,9 @@
 // Level of detail in the load generator (`--lod`): the mix of tick intervals the simulated game servers give
-// their agents at spawn (docs/protocol.md, `every`). Self-contained: the options parse it, games ask it per agent.
+// their agents at spawn (docs/protocol.md, `every`), and which agents' rows a game sends on each tick
+// (`--lod-rows due`: only the agents the service ticks then, by the service's own phase rule).
+
+import type { AgentId } from '../../src/client/index.js';
+import { lodPhase } from '../../src/service/pool/lod.js';
 
 /** A mix: [every, percent] pairs whose percents add up to 100. */
 export type LodMix = ReadonlyArray<readonly [every: number, percent: number]>;
@@ -51,4 +55,42 @@ export function tickFraction(mix: LodMix | null): number {
 /** The mix as text, for reports: `1:10,4:30,20:60`. */
 export function formatLodMix(mix: LodMix | null): string {
   return mix === null ? 'off' : mix.map(([e, p]) => `${e}:${p}`).join(',');
+}
+
+/** `--lod-rows`: `all`, a row for every agent every tick; `due`, an agent's row only on the ticks it is ticked. */
+export type LodRows = 'all' | 'due';
+
+/**
+ * Which agents a game sends rows for on each session tick when it sends them only when due (`--lod-rows due`):
+ * agent `i` (interval `everyOf(mix, i)`) on the session ticks k (0 = the first tick after its spawn) with
+ * k mod every = lodPhase(id, every), the very rule the service ticks it by (src/service/pool/lod.ts): its row
+ * arrives on the tick that reads it, and an agent not listed keeps its last observation (`full: false`).
+ */
+export class DueSchedule {
+  /** Per interval of the mix: the agents of each phase (ascending indices). */
+  private readonly classes: Array<{ every: number; byPhase: Int32Array[] }> = [];
+  private readonly out: Int32Array;
+
+  /** `ids`: the agents' ids by index; null: dense (the index is the id). */
+  constructor(mix: LodMix, size: number, ids: readonly AgentId[] | null) {
+    const lists = new Map<number, number[][]>();
+    for (const [every] of mix) if (!lists.has(every)) lists.set(every, Array.from({ length: every }, () => []));
+    for (let i = 0; i < size; i++) {
+      const every = everyOf(mix, i);
+      lists.get(every)![lodPhase(ids === null ? i : ids[i]!, every)]!.push(i);
+    }
+    for (const [every, byPhase] of lists) this.classes.push({ every, byPhase: byPhase.map((l) => Int32Array.from(l)) });
+    this.out = new Int32Array(size);
+  }
+
+  /** The agents (indices) due at session tick `k` (0: the first tick after the spawn). Valid until the next call. */
+  due(k: number): Int32Array {
+    let n = 0;
+    for (const { every, byPhase } of this.classes) {
+      const list = byPhase[k % every]!;
+      this.out.set(list, n);
+      n += list.length;
+    }
+    return this.out.subarray(0, n);
+  }
 }

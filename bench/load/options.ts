@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import type { Mode } from '../../src/client/index.js';
 import type { BurstKind } from './burst.js';
 import { ID_STYLES, type IdStyle } from './ids.js';
-import { parseLodMix, type LodMix } from './lod.js';
+import { parseLodMix, type LodMix, type LodRows } from './lod.js';
 
 export interface LoadOptions {
   /** An existing service (`ws://host:port`); undefined: the generator starts one per run. */
@@ -53,6 +53,8 @@ export interface LoadOptions {
   readonly burstRepeat: number;
   /** Level of detail: the tick intervals agents get at spawn (null: every agent ticks every tick). */
   readonly lod: LodMix | null;
+  /** With `lod`: which rows games send (`--lod-rows`); undefined: `due` in lockstep runs, `all` in fixed runs. */
+  readonly lodRows: LodRows | undefined;
 }
 
 export class OptionsError extends Error {
@@ -100,7 +102,10 @@ Simulates game servers driving Canopy and reports what the service sustained.
                            --sessions 8 --agents 20000
     --burst-agents N --burst-repeat N                                   (default 10000, 3)
   --lod off|on|MIX         AI level of detail: agents spawn with tick intervals (\`every\`); on = 1:10,4:30,20:60
-                           (10 % every tick, 30 % every 4th, 60 % every 20th); MIX: EVERY:PERCENT,... (default off)`;
+                           (10 % every tick, 30 % every 4th, 60 % every 20th); MIX: EVERY:PERCENT,... (default off)
+    --lod-rows due|all     due: a game sends an agent's row only on the ticks the service ticks it (its phase),
+                           as a game with level of detail would; all: every agent's row every tick
+                           (default: due in lockstep runs, all in fixed runs; due is lockstep only)`;
 
 const MAX_AGENTS = 2_000_000;
 
@@ -145,6 +150,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         'burst-agents': { type: 'string', default: '10000' },
         'burst-repeat': { type: 'string', default: '3' },
         lod: { type: 'string', default: 'off' },
+        'lod-rows': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });
@@ -184,6 +190,11 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
   }
   const lod = parseLodMix(v.lod);
   if (typeof lod === 'string') bad('--lod', lod, v.lod);
+  const lodRows = v['lod-rows'] === undefined ? undefined : v['lod-rows'] === 'due' || v['lod-rows'] === 'all' ? v['lod-rows'] : bad('--lod-rows', 'due or all', v['lod-rows']);
+  if (lodRows !== undefined && lod === null) throw new OptionsError('--lod-rows: only with --lod');
+  if (lodRows === 'due' && modes.includes('fixed')) {
+    throw new OptionsError('--lod-rows due: lockstep only (in fixed mode the service ticks on its own clock, so a game cannot know the tick a row reaches)');
+  }
   const minAgents = integer('--min-agents', v['min-agents'], 1, MAX_AGENTS);
   const maxAgents = integer('--max-agents', v['max-agents'], minAgents, MAX_AGENTS);
   return {
@@ -219,6 +230,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     burstAgents: integer('--burst-agents', v['burst-agents'], 1, MAX_AGENTS),
     burstRepeat: integer('--burst-repeat', v['burst-repeat'], 1, 100),
     lod,
+    lodRows,
   };
 }
 

@@ -21,6 +21,9 @@ export function resultsTable(results: readonly RunResult[]): string {
   const rows: string[][] = [
     ['', ...results.map(runLabel)],
     row('load', (r) => `${r.sessions} × ${fmtRate(r.agents / r.sessions)} agents @ ${r.hz} Hz, ${r.seconds.toFixed(0)} s`),
+    ...(results.some((r) => r.lod !== undefined)
+      ? [row('level of detail: mix / rows sent', (r) => (r.lod === undefined ? 'off' : `${r.lod.mix} / ${r.lod.rows === 'due' ? 'when due' : 'all'}, ${(100 * r.lod.rowFraction).toFixed(1)} % of agents per tick`))]
+      : []),
     row('agent-ticks/s achieved / offered', (r) => `${fmtRate(r.achievedAgentTicksPerSec)} / ${fmtRate(r.offeredAgentTicksPerSec)}`),
     row('decisions frames/s achieved / offered', (r) => `${r.achievedDecisionsPerSec.toFixed(0)} / ${r.offeredDecisionsPerSec.toFixed(0)}`),
     row('actions / cancels / done per s', (r) => `${fmtRate(r.actionsPerSec)} / ${fmtRate(r.cancelsPerSec)} / ${fmtRate(r.donePerSec)}`),

@@ -8,7 +8,7 @@ import type { Mode } from '../../src/client/index.js';
 import { referenceWorkMs } from './calibrate.js';
 import { GameServer } from './game.js';
 import type { IdStyle } from './ids.js';
-import { formatLodMix, tickFraction, type LodMix } from './lod.js';
+import { formatLodMix, tickFraction, type LodMix, type LodRows } from './lod.js';
 import { mergeHistograms, type LatencySummary } from './histogram.js';
 import { buckets, byLabel, delta, fractionAtMost, maxBound, quantile, fetchMetrics, sum, type Scrape } from './prom.js';
 import { Schedule, phaseOffsets } from './schedule.js';
@@ -43,6 +43,11 @@ export interface RunSpec {
   readonly ids?: IdStyle;
   /** Level of detail (`--lod`): tick intervals given at spawn; absent or null: every agent ticks every tick. */
   readonly lod?: LodMix | null;
+  /**
+   * With `lod`: `due`, a game sends an agent's row only on the session ticks the service ticks it (lockstep only);
+   * `all`, every agent's row every tick. Default: `due` in lockstep, `all` in fixed mode.
+   */
+  readonly lodRows?: LodRows;
 }
 
 /** Percentiles in ms (`max` of a Prometheus histogram is the upper bound of its highest non-empty bucket). */
@@ -143,7 +148,14 @@ export interface RunResult {
   /** Agents watched by inspector pages, and what the pages received (`--watch`). */
   readonly watched?: number;
   /** Level of detail (`--lod`): the mix, and the agent-ticks per session tick as a fraction of the agents. */
-  lod?: { mix: string; tickFraction: number };
+  lod?: {
+    mix: string;
+    tickFraction: number;
+    /** `due`: rows only on an agent's ticks; `all`: every agent's row every tick. */
+    rows: LodRows;
+    /** Rows sent per snapshot, as a fraction of the agents (measured window). */
+    rowFraction: number;
+  };
   readonly inspector?: { readonly messages: number; readonly bytes: number };
   /** Agent id style (`--ids`). */
   readonly ids?: IdStyle;
@@ -178,7 +190,7 @@ export async function runLoad(spec: RunSpec, target: Target, hooks: RunHooks = {
         seed: spec.seed + k,
         requestTimeoutMs: 10_000,
         ...(spec.ids !== undefined ? { ids: spec.ids, index: k } : {}),
-        ...(spec.lod !== undefined && spec.lod !== null ? { lod: spec.lod } : {}),
+        ...(spec.lod !== undefined && spec.lod !== null ? { lod: spec.lod, lodRows: lodRowsOf(spec) } : {}),
       }),
   );
   const metricsUrl = `${target.httpUrl}/metrics`;
@@ -285,7 +297,11 @@ export async function runLoad(spec: RunSpec, target: Target, hooks: RunHooks = {
     const result = summarize(spec, target, games, schedules, start, end, windowFrom, windowEnd, peakRss, stoppedEarly, reference);
     const diagnosis = target.diagnose();
     if (diagnosis !== undefined && !result.ok) result.failures.push(diagnosis);
-    if (spec.lod !== undefined && spec.lod !== null) result.lod = { mix: formatLodMix(spec.lod), tickFraction: tickFraction(spec.lod) };
+    if (spec.lod !== undefined && spec.lod !== null) {
+      const rows = games.reduce((n, g) => n + g.counters.rows, 0);
+      const offered = games.reduce((n, g) => n + g.counters.snapshots * g.options.agents, 0);
+      result.lod = { mix: formatLodMix(spec.lod), tickFraction: tickFraction(spec.lod), rows: lodRowsOf(spec), rowFraction: offered === 0 ? 0 : rows / offered };
+    }
     const tagged = spec.ids === undefined ? result : { ...result, ids: spec.ids };
     return pages === null ? tagged : { ...tagged, watched: spec.watch ?? 0, inspector: { messages: pages.messages, bytes: pages.bytes } };
   } finally {
@@ -581,4 +597,9 @@ async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The rows a run's games send with level of detail: as asked, else `due` in lockstep and `all` in fixed mode. */
+export function lodRowsOf(spec: Pick<RunSpec, 'mode' | 'lodRows'>): LodRows {
+  return spec.lodRows ?? (spec.mode === 'lockstep' ? 'due' : 'all');
 }

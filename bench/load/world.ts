@@ -247,11 +247,16 @@ export class GameWorld {
     return this.shared;
   }
 
-  /** Writes every agent's observation: one row per agent, `[id, hp, enemyVisible, enemyDist, enemyPos]` (+ SQUAD_FIELDS' three). */
-  writeRows(rows: RowWriter): void {
+  /**
+   * Writes the agents' observations: one row per agent, `[id, hp, enemyVisible, enemyDist, enemyPos]` (+ SQUAD_FIELDS'
+   * three); `only`: just these agents (indices), as a game with level of detail sends only the agents due this tick.
+   */
+  writeRows(rows: RowWriter, only: ArrayLike<number> | null = null): void {
     const { x, y, hp, ex, ey, enemyVisible, enemyPos, ids } = this;
     rows.begin();
-    for (let i = 0; i < this.size; i++) {
+    const count = only === null ? this.size : only.length;
+    for (let r = 0; r < count; r++) {
+      const i = only === null ? r : only[r]!;
       const row = rows.row(ids === null ? i : ids[i]!);
       row[1] = Math.round(hp[i]!); // games send whole hit points: smaller frames
       if (enemyVisible[i] === 1) {
