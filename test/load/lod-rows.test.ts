@@ -66,7 +66,7 @@ describe('DueSchedule: rows sent exactly on the ticks the service ticks the agen
   test('each agent is due once per interval; about 20.5 % of the agents per tick with the default mix', () => {
     const n = 2000;
     const schedule = new DueSchedule(DEFAULT_LOD_MIX, n, null);
-    const seen = new Array<number>(n).fill(0);
+    const seen = new Int32Array(n);
     let rows = 0;
     for (let k = 0; k < 20; k++) {
       const due = schedule.due(k);
