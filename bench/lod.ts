@@ -14,8 +14,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { RowWriter } from '../src/client/index.js';
-import { encode, encodeDecisions, parseClientFrame, type SnapshotMessage } from '../src/protocol/index.js';
+import { playFrames, snapshotFrames } from './lib/session-frames.js';
 import { loadLibrary } from '../src/service/http/trees.js';
 import { Metrics } from '../src/service/metrics.js';
 import { createAgentPool } from '../src/service/pool/index.js';
@@ -71,25 +70,9 @@ async function round(setting: Setting): Promise<{ cpuMs: number; actions: number
   // `ones`: a lod message setting every: 1 makes the session's hosts hold a table (and run its loop).
   if (setting === 'ones') session.setLod([[0, 1]]);
   const world = new GameWorld(agents, 7);
-  const rows = new RowWriter(FIELDS);
-  // Frames are built before the clock starts: the game server's work is not the service's.
-  const frames: Buffer[] = [];
-  for (let t = 1; t <= ticks; t++) {
-    world.step(0.05);
-    world.writeRows(rows);
-    const list = setting === 'mix' && rowsDue ? rows.rows().filter((_, i) => (t + i) % everyOf(mix, i) === 0) : rows.rows();
-    frames.push(Buffer.from(encode({ t: 'snapshot', tick: t, time: world.time, agents: list, results: world.results() })));
-  }
-  let actions = 0;
+  const frames = snapshotFrames(world, ticks, setting === 'mix' && rowsDue ? (rows, t) => rows.filter((_, i) => (t + i) % everyOf(mix, i) === 0) : undefined);
   const before = process.cpuUsage();
-  for (const bytes of frames) {
-    const parsed = parseClientFrame(bytes, 1 << 30, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
-    if (!parsed.ok) throw new Error(parsed.message);
-    const out = await session.lockstep(parsed.msg as SnapshotMessage, bytes);
-    encodeDecisions(out.decisions);
-    actions += out.decisions.actions?.length ?? 0;
-    world.apply(out.decisions.actions ?? [], out.decisions.cancels ?? []);
-  }
+  const actions = await playFrames(session, world, frames);
   const used = process.cpuUsage(before);
   await session.end();
   return { cpuMs: (used.user + used.system) / 1000, actions };

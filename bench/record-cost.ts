@@ -15,8 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
-import { RowWriter } from '../src/client/index.js';
-import { encode, encodeDecisions, parseClientFrame, type SnapshotMessage } from '../src/protocol/index.js';
+import { playFrames, snapshotFrames } from './lib/session-frames.js';
 import { RecordingReader, RecordingWriter } from '../src/record/index.js';
 import { zstdAvailable, type CodecChoice } from '../src/record/codec.js';
 import { loadLibrary } from '../src/service/http/trees.js';
@@ -123,24 +122,10 @@ async function round(setting: Setting | null, n: number): Promise<{ cpuMs: numbe
   }
   session.spawn(Array.from({ length: agents }, (_, id) => ({ id, tree: 'guard' })));
   const world = new GameWorld(agents, 7);
-  const rows = new RowWriter(FIELDS);
-  // Frames are built before the clock starts: the game server's work is not the service's.
-  const frames: Buffer[] = [];
-  for (let t = 1; t <= ticks; t++) {
-    world.step(0.05);
-    world.writeRows(rows);
-    frames.push(Buffer.from(encode({ t: 'snapshot', tick: t, time: world.time, agents: rows.rows(), results: world.results() })));
-  }
+  const frames = snapshotFrames(world, ticks);
   const threadsBefore = threadCpu();
   const before = process.cpuUsage();
-  for (const bytes of frames) {
-    const parsed = parseClientFrame(bytes, 1 << 30, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
-    if (!parsed.ok) throw new Error(parsed.message);
-    const out = await session.lockstep(parsed.msg as SnapshotMessage, bytes);
-    // What the WebSocket handler does with the result: it sends the recorder's bytes when there are some.
-    if (out.encoded === undefined) encodeDecisions(out.decisions);
-    world.apply(out.decisions.actions ?? [], out.decisions.cancels ?? []);
-  }
+  await playFrames(session, world, frames);
   await writer?.close('round over');
   const used = process.cpuUsage(before);
   const threads = threadCpu();
