@@ -329,8 +329,11 @@ export class CanopyClient extends Emitter<ClientEvents> {
   // -------------------------------------------------------------------------------------------
 
   private request<T>(kind: ReplyKind, build: (id: number) => object, tick = 0): Promise<T> {
-    // A lockstep tick asked for while the client reconnects waits for the resume (the game sees a delay).
-    const waitForResume = !this.connected && this.reconnecting && kind === 'decisions';
+    // A lockstep tick asked for while the client reconnects waits for the resume (the game sees a delay). So does
+    // one asked for while the socket is closing (the peer's end or close frame arrived, 'close' has not yet): the
+    // close that follows decides — it keeps the tick for the resume, or fails it if no reconnect follows.
+    const closing = this.socket !== undefined && this.socket.readyState === WebSocket.CLOSING && this.reconnectOptions.enabled && !this.closedForGood;
+    const waitForResume = !this.connected && (this.reconnecting || closing) && kind === 'decisions';
     if (!this.connected && !waitForResume) {
       return Promise.reject(new CanopyError(ClientErrorCode.E_CLOSED, 'not connected'));
     }

@@ -311,6 +311,26 @@ describe('reconnect', () => {
     });
   }
 
+  it('lockstep: a tick asked for while the socket is closing (close frame in, TCP not yet closed) waits for the resume', async () => {
+    const client = await connect({ mode: 'lockstep', fields: ['x'] });
+    expect((await client.lockstep({ tick: 1, time: 0 })).tick).toBe(1);
+    const conn = server.last;
+    // The server's side stops reading and a close frame (1001) goes out below ws: the client answers it and
+    // stays CLOSING until the TCP link closes — the window a killed instance leaves between its FIN and 'close'.
+    conn.tcp.pause();
+    conn.tcp.write(Buffer.from([0x88, 0x02, 0x03, 0xe9]));
+    for (let i = 0; client.connected; i++) {
+      if (i > 500) throw new Error('the client never saw the close frame');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const tick2 = client.lockstep({ tick: 2, time: 0.1 });
+    const reconnect = client.next('reconnect');
+    conn.tcp.destroy();
+    expect(await reconnect).toMatchObject({ session: 's1', resumed: true });
+    expect((await tick2).tick).toBe(2);
+    expect(server.last.received.map((m) => m.t)).toEqual(['snapshot']);
+  });
+
   it('reconnects after a drop and resumes the session with its token', async () => {
     server.onMessage = (msg) => msg.t === 'ping'; // pings go unanswered
     const client = await connect();

@@ -25,6 +25,8 @@ import {
 /** One connection as the fake server sees it. */
 export interface FakeConnection {
   readonly socket: WebSocket;
+  /** The TCP socket under it (to stall or cut the link below the WebSocket). */
+  readonly tcp: Socket;
   readonly hello: HelloMessage;
   readonly session: string;
   readonly received: ClientMessage[];
@@ -161,6 +163,7 @@ export class FakeServer {
     this.sessions.set(resume, session);
     const conn: FakeConnection = {
       socket,
+      tcp,
       hello,
       session,
       received: [],
