@@ -1,6 +1,7 @@
 // Packed checkpoints (crash recovery): unpacking gives back every agent exactly as exportState() describes it,
 // and the restored agents decide exactly as the originals from then on.
 
+import { deserialize } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { Agent, DecisionBuffer, NodeCatalog, compileTree, type CompiledTree } from '../../src/bt/index.js';
 import { packAgents, unpackAgents } from '../../src/service/pool/checkpoint.js';
@@ -65,6 +66,50 @@ describe('packed checkpoints', () => {
     }
     expect(JSON.stringify(b)).toEqual(JSON.stringify(a));
     expect(JSON.stringify(a).length).toBeGreaterThan(100);
+  });
+
+  it('packs many agents of two trees, interleaved, each number by its kind (zero, int32, other), columns grown past their first size', () => {
+    const other = compileTree(
+      'other',
+      () => ({ blackboard: { a: 0, b: -0, c: 2 ** 31, d: -(2 ** 31), e: 0.5, f: 'text', g: true, h: null, i: [1, 2], j: 7 }, root: { type: 'action', action: 'idle' } }),
+      new NodeCatalog(),
+    );
+    const both = { get: (name: string): CompiledTree | undefined => (name === 'mixed' ? tree : name === 'other' ? other : undefined) };
+    const agents: Array<Agent | null> = [];
+    for (let i = 0; i < 700; i++) {
+      const a = new Agent(i % 3 === 1 ? other : tree, i, { seed: i, label: i % 50 === 0 ? `L${i}` : '' });
+      a.self = i % 4 === 0 ? null : { x: i % 5 === 0 ? -0 : i % 7 === 0 ? i : i / 8, tag: i % 2 === 0 ? [i, i + 1] : true };
+      agents.push(i % 97 === 3 ? null : a);
+    }
+    const out = new DecisionBuffer();
+    for (let t = 1; t <= 4; t++) for (const a of agents) a?.tick(t * 0.05, 0.05, out);
+    const bytes = packAgents(agents, FIELDS, null);
+    const back = unpackAgents(bytes, FIELDS, both);
+    expect(back.agents.length).toBe(agents.filter((a) => a !== null).length);
+    for (const [slot, agent] of back.agents) expect(agent.exportState()).toEqual(agents[slot]!.exportState());
+    // The v2 form of each number column, against the definition: kind 0 a zero (not -0), 1 an int32, 2 anything
+    // else, with the int32s and the others in order in their own arrays.
+    type Numbers = { kinds: Uint8Array; ints: Int32Array; floats: Float64Array };
+    const packed = deserialize(bytes) as Record<string, unknown> & { bb: { nums: Numbers; tags: Uint8Array }; scalars: Numbers };
+    const check = (p: Numbers): void => {
+      let ints = 0;
+      let floats = 0;
+      const misfiled: number[] = [];
+      for (let i = 0; i < p.kinds.length; i++) {
+        if (p.kinds[i] === 1 && !Number.isInteger(p.ints[ints++])) misfiled.push(i);
+        if (p.kinds[i] === 2) {
+          const v = p.floats[floats++]!;
+          if (!Object.is(v, -0) && (v | 0) === v) misfiled.push(i);
+        }
+      }
+      expect(misfiled).toEqual([]);
+      expect([ints, floats]).toEqual([p.ints.length, p.floats.length]);
+    };
+    for (const key of ['numbers', 'scalars', 'ids', 'bb', 'selfValues']) {
+      const column = packed[key] as Numbers | { nums: Numbers };
+      check('nums' in column ? column.nums : column);
+    }
+    expect(packed.bb.tags.length).toBeGreaterThan(2 * back.agents.length); // grew past count * 2
   });
 
   it('refuses a checkpoint whose tree was reloaded since (another version under the same name), rather than misread it', () => {

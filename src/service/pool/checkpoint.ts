@@ -4,6 +4,8 @@
 import { serialize, deserialize } from 'node:v8';
 import { Agent, type AgentId, type AgentState, type CompiledTree } from '../../bt/index.js';
 import { LodTable, type PackedLod } from './lod.js';
+// The engine's one code generation site and its template (as host.ts's row writers).
+import { CODE_GENERATION, generate, joinCode, js, literal } from '../../bt/codegen.js';
 
 /**
  * What `packAgents` serializes. Per agent k (in slot order): its slot, id, label, tree (index into `trees`), its
@@ -56,36 +58,67 @@ interface PackedNumbers {
   floats: Float64Array;
 }
 
-const ZERO = 0;
+/** Kinds of packed numbers: 0 a zero (the zero-filled kinds array's default), INT an int32, FLOAT any other. */
 const INT = 1;
 const FLOAT = 2;
 
-function packNumbers(values: Float64Array): PackedNumbers {
-  const n = values.length;
-  const kinds = new Uint8Array(n);
-  let ints = 0;
-  let floats = 0;
-  for (let i = 0; i < n; i++) {
-    const v = values[i]!;
-    // Object.is: -0 is not an int32 (it would come back as 0).
-    if (v === 0 && !Object.is(v, -0)) kinds[i] = ZERO;
-    else if ((v | 0) === v && !Object.is(v, -0)) {
-      kinds[i] = INT;
-      ints++;
-    } else {
-      kinds[i] = FLOAT;
-      floats++;
-    }
+/**
+ * Float64s packed as they are written (v2's PackedNumbers, the same bytes as packing a Float64Array of them
+ * afterwards): a kind per number, then the int32s and the other numbers in their own arrays.
+ */
+class NumberWriter {
+  length = 0;
+  private nInts = 0;
+  private nFloats = 0;
+  private kinds: Uint8Array;
+  private ints: Int32Array;
+  private floats: Float64Array;
+  constructor(capacity: number) {
+    const n = Math.max(16, capacity);
+    this.kinds = new Uint8Array(n); // zero-filled: every number a zero until written otherwise
+    this.ints = new Int32Array(n);
+    this.floats = new Float64Array(n);
   }
-  const p: PackedNumbers = { kinds, ints: new Int32Array(ints), floats: new Float64Array(floats) };
-  ints = 0;
-  floats = 0;
-  for (let i = 0; i < n; i++) {
-    const k = kinds[i];
-    if (k === INT) p.ints[ints++] = values[i]!;
-    else if (k === FLOAT) p.floats[floats++] = values[i]!;
+
+  push(v: number): void {
+    const i = this.length++;
+    if (i === this.kinds.length) this.grow();
+    if (v === 0) {
+      // -0 is not an int32 (it would come back as 0): a float.
+      if (1 / v < 0) this.float(i, v);
+    } else if ((v | 0) === v) {
+      this.kinds[i] = INT;
+      this.ints[this.nInts++] = v;
+    } else this.float(i, v);
   }
-  return p;
+
+  /** Appends a zero (nothing but its kind, 0, which the zero-filled array already holds). */
+  zero(): void {
+    if (this.length++ === this.kinds.length) this.grow();
+  }
+
+  private float(i: number, v: number): void {
+    this.kinds[i] = FLOAT;
+    this.floats[this.nFloats++] = v;
+  }
+
+  private grow(): void {
+    const n = this.kinds.length * 2;
+    const kinds = new Uint8Array(n);
+    kinds.set(this.kinds);
+    const ints = new Int32Array(n);
+    ints.set(this.ints.subarray(0, this.nInts));
+    const floats = new Float64Array(n);
+    floats.set(this.floats.subarray(0, this.nFloats));
+    this.kinds = kinds;
+    this.ints = ints;
+    this.floats = floats;
+  }
+
+  /** Views of what was written (serialize copies a view's bytes only). */
+  done(): PackedNumbers {
+    return { kinds: this.kinds.subarray(0, this.length), ints: this.ints.subarray(0, this.nInts), floats: this.floats.subarray(0, this.nFloats) };
+  }
 }
 
 function unpackNumbers(p: Float64Array | PackedNumbers): Float64Array {
@@ -102,11 +135,6 @@ function unpackNumbers(p: Float64Array | PackedNumbers): Float64Array {
   return out;
 }
 
-/** A column with its numbers packed (v2). */
-function packColumn(c: PackedColumn): PackedColumn {
-  return { ...c, nums: packNumbers(c.nums as Float64Array) };
-}
-
 /** A column with its numbers as a Float64Array again (read reads them so). */
 function unpackColumn(c: PackedColumn): PackedColumn & { nums: Float64Array } {
   return { ...c, nums: unpackNumbers(c.nums) };
@@ -119,15 +147,15 @@ const NULL = 3;
 const OTHER = 4;
 const UNDEFINED = 5;
 
-/** A growable Column being written. */
+/** A growable Column being written, its numbers packed as they come (v2). */
 class ColumnWriter {
   length = 0;
-  tags: Uint8Array;
-  nums: Float64Array;
-  readonly other: unknown[] = [];
+  private tags: Uint8Array;
+  private readonly nums: NumberWriter;
+  private readonly other: unknown[] = [];
   constructor(capacity: number) {
     this.tags = new Uint8Array(Math.max(16, capacity));
-    this.nums = new Float64Array(Math.max(16, capacity));
+    this.nums = new NumberWriter(capacity);
   }
 
   push(v: unknown): void {
@@ -136,26 +164,28 @@ class ColumnWriter {
       const tags = new Uint8Array(i * 2);
       tags.set(this.tags);
       this.tags = tags;
-      const nums = new Float64Array(i * 2);
-      nums.set(this.nums);
-      this.nums = nums;
     }
+    // A value that is not a number has 0 as its number, but an OTHER, which has its index in `other`.
     if (typeof v === 'number') {
       this.tags[i] = NUM;
-      this.nums[i] = v;
-    } else if (v === true) this.tags[i] = TRUE;
+      this.nums.push(v);
+      return;
+    }
+    if (v === true) this.tags[i] = TRUE;
     else if (v === false) this.tags[i] = FALSE;
     else if (v === null) this.tags[i] = NULL;
     else if (v === undefined) this.tags[i] = UNDEFINED;
     else {
       this.tags[i] = OTHER;
-      this.nums[i] = this.other.length;
+      this.nums.push(this.other.length);
       this.other.push(v);
+      return;
     }
+    this.nums.zero();
   }
 
   done(): PackedColumn {
-    return { length: this.length, tags: this.tags.subarray(0, this.length), nums: this.nums.subarray(0, this.length), other: this.other };
+    return { length: this.length, tags: this.tags.subarray(0, this.length), nums: this.nums.done(), other: this.other };
   }
 }
 
@@ -192,86 +222,165 @@ export function packAgents(
   let count = 0;
   let statusLength = 0;
   let numbersLength = 0;
-  for (const a of agents) {
+  for (let slot = 0; slot < agents.length; slot++) {
+    const a = agents[slot];
     if (a === null || a === undefined) continue;
     count++;
     statusLength += a.status.length;
     numbersLength += a.slots.length;
   }
-  const trees: string[] = [];
-  const hashes: string[] = [];
-  const treeIndex = new Map<CompiledTree, number>();
-  const keysOf: Array<readonly string[]> = [];
-  const ids = new ColumnWriter(count);
-  const bb = new ColumnWriter(count * 2);
-  const selfValues = new ColumnWriter(count * (fields?.length ?? 0));
-  const numbers = new Float64Array(numbersLength);
-  const scalars = new Float64Array(count * SCALARS);
-  const p: Omit<Packed, 'ids' | 'bb' | 'selfValues' | 'numbers' | 'scalars'> = {
-    v: 2,
-    count,
-    trees,
-    hashes,
-    treeOf: new Uint16Array(count),
-    slots: new Int32Array(count),
-    labels: [],
-    status: new Uint8Array(statusLength),
-    selfKind: new Uint8Array(count),
-    selfOther: [],
-    world,
-  };
-  let k = 0;
-  let s = 0;
-  let n = 0;
+  const packer = new Packer(count, statusLength, numbersLength, fields);
   for (let slot = 0; slot < agents.length; slot++) {
     const a = agents[slot];
-    if (a === null || a === undefined) continue;
-    let t = treeIndex.get(a.tree);
-    if (t === undefined) {
-      t = trees.length;
-      trees.push(a.tree.name);
-      hashes.push(a.tree.hash);
-      treeIndex.set(a.tree, t);
-      keysOf.push([...a.tree.blackboardKeys]);
-    }
-    p.treeOf[k] = t;
-    p.slots[k] = slot;
-    ids.push(a.id);
-    if (a.label !== '') p.labels.push([k, a.label]);
-    p.status.set(a.status, s);
-    s += a.status.length;
-    numbers.set(a.slots, n);
-    n += a.slots.length;
-    const at = k * SCALARS;
-    scalars[at] = a.randomState();
-    scalars[at + 1] = a.seq;
-    scalars[at + 2] = a.time;
-    scalars[at + 3] = a.dt;
-    scalars[at + 4] = a.stopped ? 1 : 0;
-    for (const key of keysOf[t]!) bb.push(a.bb[key]);
-    const self = a.self;
-    if (self === null || self === undefined) p.selfKind[k] = 0;
-    else if (fields !== null && hasExactly(self, fields)) {
-      p.selfKind[k] = 1;
-      const obs = self as Record<string, unknown>;
-      for (const f of fields) selfValues.push(obs[f]);
-    } else {
-      p.selfKind[k] = 2;
-      p.selfOther.push(self);
-    }
-    k++;
+    if (a !== null && a !== undefined) packer.add(slot, a);
   }
-  const packed: Packed = {
-    ...p,
-    numbers: packNumbers(numbers),
-    scalars: packNumbers(scalars),
-    ids: packColumn(ids.done()),
-    bb: packColumn(bb.done()),
-    selfValues: packColumn(selfValues.done()),
-  };
-  if (lod !== null) packed.lod = lod.pack(Array.from(p.slots));
+  const packed = packer.done(world);
+  if (lod !== null) packed.lod = lod.pack(Array.from(packed.slots));
   if (!Number.isNaN(previous)) packed.previous = previous;
   return serialize(packed);
+}
+
+/**
+ * The agents of one checkpoint being packed, one `add` per agent. Packing runs once per checkpoint period, a
+ * long loop every time: the per-agent work is a method of its own so that it is optimized as a whole function
+ * after the first checkpoints (a loop in one long function is compiled on stack, mid-loop, and was seen to
+ * drop back and recompile at every checkpoint). Copies are plain loops (TypedArray#set is a call into the
+ * runtime per agent), the last agent's tree is kept at hand, blackboard and observation values are read by
+ * generated code (one constant-name load per key), and numbers are packed as they are written.
+ */
+class Packer {
+  private readonly trees: string[] = [];
+  private readonly hashes: string[] = [];
+  private readonly treeIndex = new Map<CompiledTree, number>();
+  private readonly bbReaders: ValuesReader[] = [];
+  private readonly ids: ColumnWriter;
+  private readonly bb: ColumnWriter;
+  private readonly selfValues: ColumnWriter;
+  private readonly numbers: NumberWriter;
+  private readonly scalars: NumberWriter;
+  private readonly treeOf: Uint16Array;
+  private readonly slots: Int32Array;
+  private readonly labels: Array<[number, string]> = [];
+  private readonly status: Uint8Array;
+  private readonly selfKind: Uint8Array;
+  private readonly selfOther: unknown[] = [];
+  private readonly fields: readonly string[] | null;
+  private readonly readSelf: ValuesReader | null;
+  private k = 0;
+  private s = 0;
+  private lastTree: CompiledTree | null = null;
+  private t = 0;
+  private readBb: ValuesReader | null = null;
+
+  constructor(count: number, statusLength: number, numbersLength: number, fields: readonly string[] | null) {
+    this.ids = new ColumnWriter(count);
+    this.bb = new ColumnWriter(count * 2);
+    this.selfValues = new ColumnWriter(count * (fields?.length ?? 0));
+    this.numbers = new NumberWriter(numbersLength);
+    this.scalars = new NumberWriter(count * SCALARS);
+    this.treeOf = new Uint16Array(count);
+    this.slots = new Int32Array(count);
+    this.status = new Uint8Array(statusLength);
+    this.selfKind = new Uint8Array(count);
+    this.fields = fields;
+    this.readSelf = fields === null ? null : valuesReader(fields);
+  }
+
+  add(slot: number, a: Agent): void {
+    const k = this.k++;
+    if (a.tree !== this.lastTree) this.useTree(a.tree);
+    this.treeOf[k] = this.t;
+    this.slots[k] = slot;
+    this.ids.push(a.id);
+    if (a.label !== '') this.labels.push([k, a.label]);
+    const st = a.status;
+    const status = this.status;
+    const s = this.s;
+    for (let j = 0; j < st.length; j++) status[s + j] = st[j]!;
+    this.s = s + st.length;
+    const sl = a.slots;
+    const numbers = this.numbers;
+    for (let j = 0; j < sl.length; j++) numbers.push(sl[j]!);
+    const scalars = this.scalars;
+    scalars.push(a.randomState());
+    scalars.push(a.seq);
+    scalars.push(a.time);
+    scalars.push(a.dt);
+    scalars.push(a.stopped ? 1 : 0);
+    this.readBb!(a.bb, this.bb);
+    const self = a.self;
+    if (self === null || self === undefined) this.selfKind[k] = 0;
+    else if (this.readSelf !== null && hasExactly(self, this.fields!)) {
+      this.selfKind[k] = 1;
+      this.readSelf(self as Record<string, unknown>, this.selfValues);
+    } else {
+      this.selfKind[k] = 2;
+      this.selfOther.push(self);
+    }
+  }
+
+  private useTree(tree: CompiledTree): void {
+    this.lastTree = tree;
+    let t = this.treeIndex.get(tree);
+    if (t === undefined) {
+      t = this.trees.length;
+      this.trees.push(tree.name);
+      this.hashes.push(tree.hash);
+      this.treeIndex.set(tree, t);
+      this.bbReaders.push(valuesReader([...tree.blackboardKeys]));
+    }
+    this.t = t;
+    this.readBb = this.bbReaders[t]!;
+  }
+
+  /** What serialize writes, its properties in the order they have always had (the same bytes as before). */
+  done(world: unknown): Packed {
+    return {
+      v: 2,
+      count: this.k,
+      trees: this.trees,
+      hashes: this.hashes,
+      treeOf: this.treeOf,
+      slots: this.slots,
+      labels: this.labels,
+      status: this.status,
+      selfKind: this.selfKind,
+      selfOther: this.selfOther,
+      world,
+      numbers: this.numbers.done(),
+      scalars: this.scalars.done(),
+      ids: this.ids.done(),
+      bb: this.bb.done(),
+      selfValues: this.selfValues.done(),
+    };
+  }
+}
+
+/** Pushes `obj`'s values of a fixed list of keys, in that order, onto a column. */
+type ValuesReader = (obj: Record<string, unknown>, column: ColumnWriter) => void;
+
+const readers = new Map<string, ValuesReader>();
+
+/**
+ * A reader for these keys: generated code with one constant-name load per key (loads from one hidden class stay
+ * monomorphic, where a loop of `obj[keys[i]]` goes through the megamorphic cache), the same loads as the loop,
+ * so the same values. Names enter the source only through `literal`. Cached by key list; a loop without code
+ * generation.
+ */
+function valuesReader(keys: readonly string[]): ValuesReader {
+  const cacheKey = JSON.stringify(keys);
+  let reader = readers.get(cacheKey);
+  if (reader !== undefined) return reader;
+  if (CODE_GENERATION) {
+    const body = joinCode(keys.map((key) => js`  column.push(obj[${literal(key)}]);\n`));
+    reader = generate([], js`return function readValues(obj, column) {\n${body}};`, []) as ValuesReader;
+  } else {
+    reader = (obj, column) => {
+      for (let i = 0; i < keys.length; i++) column.push(obj[keys[i]!]);
+    };
+  }
+  if (readers.size < 256) readers.set(cacheKey, reader);
+  return reader;
 }
 
 /** Rebuilds the agents of `packAgents` bytes: [slot, agent] pairs and the world. Throws if a tree is missing or changed. */

@@ -58,24 +58,24 @@ export interface DecisionLists {
 export class ColumnSink implements DecisionSink {
   /** Slot of the agent being ticked (or halted). */
   slot = 0;
-  private readonly out: DecisionColumns;
+  private out: DecisionColumns;
   private readonly nameIndex = new Map<string, number>();
   private readonly argsIndex = new Map<object, number>();
 
   constructor(capacity: number, spare: SpareColumns | null) {
-    const n = Math.max(MIN_ENTRIES, capacity);
-    this.out = {
-      nActions: 0,
-      actions: spare?.actions ?? new Float64Array(n * ACTION),
-      nCancels: 0,
-      cancels: spare?.cancels ?? new Float64Array(MIN_ENTRIES * CANCEL),
-      nDone: 0,
-      done: spare?.done ?? new Float64Array(n * DONE),
-      names: [],
-      args: [],
-      errors: [],
-      logs: { lines: [], dropped: [0, 0, 0, 0] },
-    };
+    this.out = newColumns(capacity, spare);
+  }
+
+  /**
+   * Starts the next tick's columns, the previous ones having gone out with their reply. A host keeps one sink
+   * per session: each agent stores the sink it ticks into, and a sink that lives on (old, like the agents) spares
+   * the collector a remembered old-to-new pointer per agent per tick.
+   */
+  reset(capacity: number, spare: SpareColumns | null): void {
+    this.out = newColumns(capacity, spare);
+    this.nameIndex.clear();
+    this.argsIndex.clear();
+    this.slot = 0;
   }
 
   action(_agent: Agent, seq: number, action: string, args: Readonly<Record<string, unknown>>): void {
@@ -135,6 +135,22 @@ export class ColumnSink implements DecisionSink {
   columns(): DecisionColumns {
     return this.out;
   }
+}
+
+function newColumns(capacity: number, spare: SpareColumns | null): DecisionColumns {
+  const n = Math.max(MIN_ENTRIES, capacity);
+  return {
+    nActions: 0,
+    actions: spare?.actions ?? new Float64Array(n * ACTION),
+    nCancels: 0,
+    cancels: spare?.cancels ?? new Float64Array(MIN_ENTRIES * CANCEL),
+    nDone: 0,
+    done: spare?.done ?? new Float64Array(n * DONE),
+    names: [],
+    args: [],
+    errors: [],
+    logs: { lines: [], dropped: [0, 0, 0, 0] },
+  };
 }
 
 function grow(a: Float64Array): Float64Array {
