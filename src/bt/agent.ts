@@ -2,6 +2,7 @@
 // Everything structural lives in the shared CompiledTree; an agent owns only data, so it exports as plain data.
 
 import type { ExprContext } from './expr/index.js';
+import { types } from 'node:util';
 import { isPlain } from './expr/runtime.js';
 import type { CompiledTree } from './program.js';
 import type { DecisionSink } from './decisions.js';
@@ -83,10 +84,11 @@ export class Agent implements ExprContext {
   /**
    * `self` when it is an array or a plain object (what JSON and MessagePack decoding produce), else an empty
    * object: checked once when `self` is set, so that compiled `self.key` reads need only the own-property test.
+   * Undefined for a Proxy (whose reads may answer what its own-property test denies): reads then check in full.
    */
-  plainSelf: object = NO_FIELDS;
+  plainSelf: object | undefined = NO_FIELDS;
   /** `world` when it is an array or a plain object, else an empty object (see plainSelf). */
-  plainWorld: object = NO_FIELDS;
+  plainWorld: object | undefined = NO_FIELDS;
   private observation: unknown = null;
   private worldState: unknown = null;
   /** Last action seq issued (the next is seq + 1). */
@@ -365,11 +367,16 @@ const NO_FIELDS: object = Object.freeze(Object.create(null) as object);
 
 /**
  * `value` when expressions may read its own properties (an array or plain object, the runtime's isPlain), else
- * NO_FIELDS. Checked when the value is handed to the agent; a host that later swaps the prototype of an object
+ * NO_FIELDS; undefined for a Proxy, so that compiled reads of it take the full path (the prototype check and
+ * hasOwn on every read, as on a context without plainSelf) rather than the fast path's single load. Checked when the value is handed to the agent; a host that later swaps the prototype of an object
  * it handed over is not protected against (observations are decoded data, never touched again).
  */
-function readable(value: unknown): object {
-  return typeof value === 'object' && value !== null && isPlain(value) ? value : NO_FIELDS;
+const isProxy = types.isProxy;
+
+function readable(value: unknown): object | undefined {
+  if (typeof value !== 'object' || value === null) return NO_FIELDS;
+  if (isProxy(value)) return undefined;
+  return isPlain(value) ? value : NO_FIELDS;
 }
 
 const AGENTS_PER_CHUNK = 256;
