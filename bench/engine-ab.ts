@@ -7,8 +7,8 @@
 //   (a baseline: `git worktree add /tmp/canopy-base main && cd /tmp/canopy-base && ln -s $PWD/node_modules . && npm run build`,
 //   or a copy of package.json, bench/trees and dist/ of the other build)
 //
-// Warm-up: 20 ticks for the guard tree and ceiling-io (as npm run bench:engine), 100 for the large trees
-// (their rare branches keep V8 re-optimising for longer). `--clock cpu` (default) is the process's CPU time.
+// Warm-up: 100 ticks for every tree and ceiling-io (as npm run bench:engine: ceiling-io reaches its steady
+// rate after 30–60 ticks, the large trees re-optimise for as long). `--clock cpu` (default) is the process's CPU time.
 
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -54,10 +54,10 @@ interface Entry {
 }
 const entries: Entry[] = [];
 for (const t of trees) {
-  const warmup = t === 'guard' ? 20 : 100;
+  const warmup = 100;
   entries.push({ label: `A ${t}`, impl: base[factories[t as keyof typeof factories]](), warmup, rates: [] });
   entries.push({ label: `B ${t}`, impl: here[factories[t as keyof typeof factories]](), warmup, rates: [] });
-  if (t === 'guard') entries.push({ label: 'ceiling-io', impl: ceilingIoGuard(), warmup: 20, rates: [] });
+  if (t === 'guard') entries.push({ label: 'ceiling-io', impl: ceilingIoGuard(), warmup, rates: [] });
 }
 
 const machine = machineInfo();
