@@ -2,6 +2,7 @@
 // Everything structural lives in the shared CompiledTree; an agent owns only data, so it exports as plain data.
 
 import type { ExprContext } from './expr/index.js';
+import { types } from 'node:util';
 import { isPlain } from './expr/runtime.js';
 import type { CompiledTree } from './program.js';
 import type { DecisionSink } from './decisions.js';
@@ -83,10 +84,11 @@ export class Agent implements ExprContext {
   /**
    * `self` when it is an array or a plain object (what JSON and MessagePack decoding produce), else an empty
    * object: checked once when `self` is set, so that compiled `self.key` reads need only the own-property test.
+   * Undefined for a Proxy (whose reads may answer what its own-property test denies): reads then check in full.
    */
-  plainSelf: object = NO_FIELDS;
+  plainSelf: object | undefined = NO_FIELDS;
   /** `world` when it is an array or a plain object, else an empty object (see plainSelf). */
-  plainWorld: object = NO_FIELDS;
+  plainWorld: object | undefined = NO_FIELDS;
   private observation: unknown = null;
   private worldState: unknown = null;
   /** Last action seq issued (the next is seq + 1). */
@@ -104,6 +106,13 @@ export class Agent implements ExprContext {
    */
   private readonly clockChunk: Float64Array;
   private readonly clock: number;
+  /**
+   * The buffer `status` is a view of, and where in it the view starts: deliverResult reads statuses (and slots,
+   * which lie before `clock` in clockChunk) through the shared chunks, not this agent's own view objects, so a
+   * result touches the agent and its state's bytes but not two more objects (each a cache miss on a busy tick).
+   */
+  private readonly statusChunk: Uint8Array;
+  private readonly statusAt: number;
 
   constructor(tree: CompiledTree, id: AgentId, options: AgentOptions = {}) {
     this.id = id;
@@ -111,6 +120,8 @@ export class Agent implements ExprContext {
     this.tree = tree;
     // Views into shared chunks: one ArrayBuffer per AGENTS_PER_CHUNK agents instead of one per agent.
     this.status = takeStatus(tree.nodeCount);
+    this.statusChunk = statusChunk;
+    this.statusAt = this.status.byteOffset;
     this.slots = takeSlots(tree.slotCount);
     this.clockChunk = slotChunk;
     this.clock = takeClock();
@@ -225,12 +236,17 @@ export class Agent implements ExprContext {
    */
   deliverResult(seq: number, success: boolean): boolean {
     const t = this.tree;
+    const status = this.statusChunk;
+    const at = this.statusAt;
+    const slots = this.clockChunk;
+    const base = this.clock - t.slotCount;
     for (let k = 0; k < t.actionNodes.length; k++) {
       const node = t.actionNodes[k]!;
-      if (this.status[node] === Status.RUNNING && this.slots[t.actionSeqSlots[k]!] === seq) {
+      if (status[at + node] === Status.RUNNING && slots[base + t.actionSeqSlots[k]!] === seq) {
         // The first result for a seq counts; a duplicate is ignored like any stale result.
-        if (this.slots[t.actionResultSlots[k]!] !== 0) return false;
-        this.slots[t.actionResultSlots[k]!] = success ? Status.SUCCESS : Status.FAILURE;
+        const result = base + t.actionResultSlots[k]!;
+        if (slots[result] !== 0) return false;
+        slots[result] = success ? Status.SUCCESS : Status.FAILURE;
         if (this.trace !== null) this.trace.result(seq, success);
         return true;
       }
@@ -365,11 +381,16 @@ const NO_FIELDS: object = Object.freeze(Object.create(null) as object);
 
 /**
  * `value` when expressions may read its own properties (an array or plain object, the runtime's isPlain), else
- * NO_FIELDS. Checked when the value is handed to the agent; a host that later swaps the prototype of an object
+ * NO_FIELDS; undefined for a Proxy, so that compiled reads of it take the full path (the prototype check and
+ * hasOwn on every read, as on a context without plainSelf) rather than the fast path's single load. Checked when the value is handed to the agent; a host that later swaps the prototype of an object
  * it handed over is not protected against (observations are decoded data, never touched again).
  */
-function readable(value: unknown): object {
-  return typeof value === 'object' && value !== null && isPlain(value) ? value : NO_FIELDS;
+const isProxy = types.isProxy;
+
+function readable(value: unknown): object | undefined {
+  if (typeof value !== 'object' || value === null) return NO_FIELDS;
+  if (isProxy(value)) return undefined;
+  return isPlain(value) ? value : NO_FIELDS;
 }
 
 const AGENTS_PER_CHUNK = 256;

@@ -837,9 +837,11 @@ describe('compiled code', () => {
   // Generated code only exists where strings may become code; elsewhere the closures of interpret.ts run.
   it.skipIf(!CODE_GENERATION)('inlines reads and comparisons into one small function', () => {
     // Named reads are inlined (one monomorphic load per expression), still own-property and plain-object only;
-    // on a context that checked self when it was set (c.plainSelf, the Agent), only the own-property test remains.
+    // on a context that checked self when it was set (c.plainSelf, the Agent), only the own-property test remains,
+    // and only while a prototype such an object inherits from has the key (the optimiser folds that test away).
     const full = (k: string) => `((t0 = c.self) !== null && typeof t0 === 'object' && hasOwn(t0, "${k}") && isPlain(t0) ? val(t0["${k}"]) : null)`;
-    const read = (k: string) => `((t0 = c.plainSelf) !== undefined ? (hasOwn(t0, "${k}") ? val(t0["${k}"]) : null) : ${full(k)})`;
+    const own = (k: string) => `("${k}" in objectProto || "${k}" in arrayProto ? (hasOwn(t0, "${k}") ? val(t0["${k}"]) : null) : val(t0["${k}"]))`;
+    const read = (k: string) => `((t0 = c.plainSelf) !== undefined ? ${own(k)} : ${full(k)})`;
     expect(compiled('self.hp < 30').fn.toString()).toBe(`function canopyExpression(c) { let t0; return lt(${read('hp')}, 30); }`);
     expect(compiled('self.hp < 10 * 3').fn.toString()).toBe(`function canopyExpression(c) { let t0; return lt(${read('hp')}, 30); }`);
     expect(compiled("self.name == 'orc'").fn.toString()).toBe(`function canopyExpression(c) { let t0; return (${read('name')} === "orc"); }`);
@@ -915,6 +917,36 @@ describe('first-level reads on an agent (self and world checked once, when set)'
     h.agent.world = world;
     return h.step().actions[0]![3];
   };
+
+  it('read own keys only, also when a prototype gains the key after the tree was compiled', () => {
+    // The fast read trusts a load while neither Object.prototype nor Array.prototype has the key; once one has
+    // it, inherited values must still read null, through compiled code that already ran (and was optimised).
+    const reads = { hp: 5, pos: { x: 1 } };
+    for (let k = 0; k < 200; k++) expect(argsOf(reads)).toEqual({ s: 5, w: 5, n: 1, k: 5, h: true });
+    const protos = [Object.prototype, Array.prototype] as unknown as Array<Record<string, unknown>>;
+    for (const proto of protos) {
+      proto['hp'] = 99;
+      try {
+        expect(argsOf({ pos: { x: 1 } })).toEqual({ s: null, w: null, n: 1, k: null, h: false });
+        expect(argsOf([1])).toEqual({ s: null, w: null, n: null, k: null, h: false });
+        expect(argsOf({ hp: 5, pos: { x: 1 } })).toEqual({ s: 5, w: 5, n: 1, k: 5, h: true });
+      } finally {
+        delete proto['hp'];
+      }
+    }
+    expect(argsOf({ pos: { x: 1 } })).toEqual({ s: null, w: null, n: 1, k: null, h: false });
+  });
+
+  it('read a Proxy by its own-property answers, as any context without plainSelf does', () => {
+    // A Proxy over a plain object passes the prototype check but may answer reads of keys it says it lacks.
+    const liar = new Proxy({ pos: { x: 1 } } as Record<string, unknown>, { get: (target, key) => (key === 'hp' ? 7 : target[key as string]) });
+    const h = new Harness(t);
+    h.agent.self = liar;
+    expect(h.agent.plainSelf).toBeUndefined();
+    expect(argsOf(liar)).toEqual({ s: null, w: null, n: 1, k: null, h: false });
+    const honest = new Proxy({ hp: 3 }, {});
+    expect(argsOf(honest)).toEqual({ s: 3, w: 3, n: null, k: 3, h: true });
+  });
 
   it('read plain objects and objects without a prototype', () => {
     const bare = Object.create(null) as Record<string, unknown>;

@@ -19,8 +19,9 @@ export interface ExprContext {
   /** The session's world state (object or null). */
   readonly world: unknown;
   /**
-   * Optional: `self` if it is an array or plain object, else an object with no properties at all (never
-   * undefined when present). Compiled `self.key` reads then skip the prototype check; the Agent keeps it.
+   * Optional: `self` if it is an array or plain object (not a Proxy), else an object with no properties at all.
+   * Compiled `self.key` reads then skip the prototype check; the Agent keeps it. Undefined (or absent): reads
+   * check `self` in full (the Agent's choice for a Proxy, whose reads may answer what its own-property test denies).
    */
   readonly plainSelf?: object;
   /** Optional: `world` checked the same way as plainSelf. */
