@@ -88,4 +88,9 @@ export interface ServiceContext {
   /** The observation fields tree `name` reads (undefined for an unknown tree). */
   treeReads(name: string): TreeReads | undefined;
   phase: Phase;
+  /**
+   * While the start-up warm-up drives a session of its own through a loopback WebSocket (warmup.ts): the secret
+   * its upgrade request carries in `x-canopy-warmup`, the one connection let in before the service is ready. Null otherwise.
+   */
+  warmupKey: string | null;
 }

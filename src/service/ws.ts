@@ -1,6 +1,7 @@
 // The WebSocket endpoint (GET /v1/ws): one connection carries one session. Frames are validated by
 // the protocol module, handled in arrival order, and answered on the same socket.
 
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import {
@@ -31,6 +32,7 @@ import { Outbox, OutboxBudget } from './sessions/outbox.js';
 import { TokenBucket } from './http/rate.js';
 import { SnapshotRefused, rotateToken, type Session, type SessionOutput, type TreesNotice } from './sessions/session.js';
 import type { Durability } from './durable/durability.js';
+import { WARMUP_REASON } from './sessions/registry.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 64;
@@ -71,8 +73,8 @@ export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app,
   pinger.unref();
   app.addHook('onClose', async () => clearInterval(pinger));
   // New sessions are refused while the service starts or drains: 503 at the upgrade, no socket.
-  app.addHook('onRequest', async (_request, reply) => {
-    if (ctx.phase !== 'ready') {
+  app.addHook('onRequest', async (request, reply) => {
+    if (ctx.phase !== 'ready' && !isWarmup(ctx, request.headers[WARMUP_HEADER])) {
       await reply.code(503).header('retry-after', Math.ceil(ctx.tuning.retryAfterMs / 1000)).send({ code: HttpErrorCode.E_UNAVAILABLE, message: 'the service is not accepting new sessions' });
       return;
     }
@@ -88,7 +90,7 @@ export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app,
   });
 
   app.get('/v1/ws', { websocket: true }, (socket, request) => {
-    const connection = new Connection(socket, ctx, request.log, budget);
+    const connection = new Connection(socket, ctx, request.log, budget, ctx.phase === 'starting' && isWarmup(ctx, request.headers[WARMUP_HEADER]));
     live.add(connection);
     ctx.connections.add(connection);
     void connection.closed.then(() => {
@@ -97,6 +99,16 @@ export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app,
     });
   });
 };
+
+/** The header of the start-up warm-up's own connection (warmup.ts), with ServiceContext.warmupKey. */
+export const WARMUP_HEADER = 'x-canopy-warmup';
+
+/** Whether `given` is the secret of the warm-up under way (compared in constant time). */
+function isWarmup(ctx: ServiceContext, given: string | string[] | undefined): boolean {
+  const key = ctx.warmupKey;
+  if (key === null || typeof given !== 'string' || given.length !== key.length) return false;
+  return timingSafeEqual(Buffer.from(given), Buffer.from(key));
+}
 
 /** One WebSocket connection: the hello handshake, then the session's messages. */
 class Connection implements LiveConnection, SessionOutput {
@@ -124,8 +136,12 @@ class Connection implements LiveConnection, SessionOutput {
   private helloTimer: NodeJS.Timeout | undefined;
   private closeReason = 'socket closed';
 
-  constructor(socket: WebSocket, ctx: ServiceContext, log: FastifyBaseLogger, budget: OutboxBudget) {
+  /** The start-up warm-up's own connection: let in before the service is ready, its session neither recorded nor durable. */
+  private readonly warmup: boolean;
+
+  constructor(socket: WebSocket, ctx: ServiceContext, log: FastifyBaseLogger, budget: OutboxBudget, warmup = false) {
     this.socket = socket;
+    this.warmup = warmup;
     this.ctx = ctx;
     this.log = log;
     const metrics = ctx.metrics;
@@ -360,6 +376,14 @@ class Connection implements LiveConnection, SessionOutput {
 
   private hello(msg: HelloMessage): Promise<void> | undefined {
     const ctx = this.ctx;
+    if (this.warmup) {
+      if (ctx.phase !== 'starting' || msg.resume !== undefined || msg.record === true) {
+        this.goodbye(GoodbyeReason.shutdown, ctx.tuning.retryAfterMs);
+        return;
+      }
+      this.welcome(msg, undefined);
+      return;
+    }
     if (ctx.phase !== 'ready') {
       this.goodbye(GoodbyeReason.shutdown, ctx.tuning.retryAfterMs);
       return;
@@ -435,7 +459,8 @@ class Connection implements LiveConnection, SessionOutput {
     );
     if (resumed) session.resumed();
     session.attach(this);
-    this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
+    if (this.warmup) this.log.debug({ session: session.id }, 'start-up warm-up session opened');
+    else this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
   }
 
   private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number, raw: Buffer): Promise<void> {
@@ -465,7 +490,7 @@ class Connection implements LiveConnection, SessionOutput {
   private bye(session: Session): void {
     this.ending = true;
     this.closeReason = 'bye';
-    void this.ctx.sessions.free(session, 'bye');
+    void this.ctx.sessions.free(session, this.warmup ? WARMUP_REASON : 'bye');
     this.close(CloseCode.normal);
   }
 
