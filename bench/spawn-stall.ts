@@ -15,6 +15,7 @@ import { AgentHost } from '../src/service/pool/host.js';
 import { loadTrees } from '../src/service/pool/load.js';
 import { PoolRouter } from '../src/service/pool/router.js';
 import { SpawnSlicer } from '../src/service/pool/slicer.js';
+import { packSpawnOrders, spawnOrderAt } from '../src/service/pool/spawns.js';
 import type { SpawnEntry } from '../src/service/pool/types.js';
 import type { FromHost, HostRequest, ToHost, WorldUpdate } from '../src/service/pool/wire.js';
 import type { TreeLibrary } from '../src/bt/library.js';
@@ -109,10 +110,15 @@ function round(style: (typeof ID_STYLES)[number], k: number): Figures {
   one.spawn(session, entriesOf(agents));
   const routeAll = performance.now() - t;
   // The router posts parts of 1,000 now; one message of all a worker's agents is what it deserialized before.
-  const perHost = [0, 1].map((h) => one.posted.filter((p) => p.host === h).flatMap((p) => (deserialize(p.bytes) as Extract<ToHost, { t: 'spawn' }>).agents));
+  const perHost = [0, 1].map((h) =>
+    one.posted.filter((p) => p.host === h).flatMap((p) => {
+      const batch = (deserialize(p.bytes) as Extract<ToHost, { t: 'spawn' }>).agents;
+      return Array.from({ length: batch.count }, (_, i) => spawnOrderAt(batch, i));
+    }),
+  );
   let workerOneBlock = 0;
   for (const orders of perHost) {
-    const bytes = serialize({ t: 'spawn', session, fields: FIELDS, agents: orders });
+    const bytes = serialize({ t: 'spawn', session, fields: FIELDS, agents: packSpawnOrders(orders) });
     const host = new AgentHost(library);
     t = performance.now();
     host.handle(deserialize(bytes) as ToHost);

@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { RecoveryJournal } from '../../src/service/pool/recovery.js';
+import { packSpawnOrders } from '../../src/service/pool/spawns.js';
 import type { ResultBatch, TickOrder } from '../../src/service/pool/wire.js';
 
 function tick(n: number, dt: number, results: ResultBatch | null = null): TickOrder {
@@ -14,7 +15,7 @@ function tick(n: number, dt: number, results: ResultBatch | null = null): TickOr
 
 /** Runs `ticks` tick orders through a journal, checkpointing (with `bytes` bytes) whenever one is due; returns the due ticks. */
 function dueTicks(journal: RecoveryJournal, ticks: number, dt: number, bytes: number, input: (n: number) => ResultBatch | null = () => null): number[] {
-  journal.record(0, { t: 'spawn', session: 's', fields: null, agents: [] });
+  journal.record(0, { t: 'spawn', session: 's', fields: null, agents: packSpawnOrders([]) });
   const due: number[] = [];
   for (let n = 1; n <= ticks; n++) {
     const order = tick(n, dt, input(n));
@@ -46,14 +47,14 @@ describe('checkpoint cadence', () => {
   it('a new session: not on its first tick (a burst of spawns packs nothing at once), whatever time it starts at', () => {
     // A game whose session time starts far from 0: the first checkpoint is still 2 s after its first tick.
     const journal = new RecoveryJournal(1, 2000, 20);
-    journal.record(0, { t: 'spawn', session: 's', fields: null, agents: [] });
+    journal.record(0, { t: 'spawn', session: 's', fields: null, agents: packSpawnOrders([]) });
     const at = (n: number): TickOrder => ({ ...tick(n, 0.05), time: 1000 + n * 0.05 });
     const due = [];
     for (let n = 1; n <= 60; n++) if (journal.record(0, at(n))) due.push(n);
     expect(due[0]).toBe(41);
     // A lockstep game that keeps time still: at the latest after MAX_LOGGED_TICKS ticks.
     const still = new RecoveryJournal(1, 2000, 20);
-    still.record(0, { t: 'spawn', session: 's', fields: null, agents: [] });
+    still.record(0, { t: 'spawn', session: 's', fields: null, agents: packSpawnOrders([]) });
     let first = 0;
     for (let n = 1; n <= 300 && first === 0; n++) if (still.record(0, { ...tick(n, 0), time: 5 })) first = n;
     expect(first).toBe(200);
