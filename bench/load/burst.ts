@@ -120,7 +120,7 @@ function cpuMark(target: Target): CpuMark | null {
 function cpuSpan(pairs: ReadonlyArray<readonly [CpuMark | null, CpuMark | null]>): CpuSpan | null {
   if (pairs.length === 0 || pairs.some(([a, b]) => a === null || b === null)) return null;
   const n = pairs.length;
-  const sum = (f: (a: CpuMark, b: CpuMark) => number): number => pairs.reduce((acc, [a, b]) => acc + f(a!, b!), 0) / n;
+  const sum = (of: (a: CpuMark, b: CpuMark) => number): number => pairs.reduce((acc, [a, b]) => acc + of(a!, b!), 0) / n;
   return { ms: sum((a, b) => b.at - a.at), main: sum((a, b) => b.main - a.main), workers: sum((a, b) => b.workers - a.workers), other: sum((a, b) => b.other - a.other) };
 }
 
@@ -141,9 +141,10 @@ function cpuResult(steady: readonly [CpuMark | null, CpuMark | null], bursts: Re
   return { steady: round1(steady2), burst: round1(withExcess(b, steady2)!), despawn: despawns === null ? null : round1(withExcess(cpuSpan(despawns), steady2)) };
 }
 
+const x = (n: number): number => Math.round(n * 10) / 10;
+
 function round1<T extends CpuSpan | null>(c: T): T {
   if (c === null) return c;
-  const x = (n: number): number => Math.round(n * 10) / 10;
   return { ms: x(c.ms), main: x(c.main), workers: x(c.workers), other: x(c.other), ...(c.excess !== undefined ? { excess: { main: x(c.excess.main), workers: x(c.excess.workers) } } : {}) } as T;
 }
 
