@@ -141,11 +141,11 @@ function cpuResult(steady: readonly [CpuMark | null, CpuMark | null], bursts: Re
   return { steady: round1(steady2), burst: round1(withExcess(b, steady2)!), despawn: despawns === null ? null : round1(withExcess(cpuSpan(despawns), steady2)) };
 }
 
-const x = (n: number): number => Math.round(n * 10) / 10;
+const tenth = (n: number): number => Math.round(n * 10) / 10;
 
 function round1<T extends CpuSpan | null>(c: T): T {
   if (c === null) return c;
-  return { ms: x(c.ms), main: x(c.main), workers: x(c.workers), other: x(c.other), ...(c.excess !== undefined ? { excess: { main: x(c.excess.main), workers: x(c.excess.workers) } } : {}) } as T;
+  return { ms: tenth(c.ms), main: tenth(c.main), workers: tenth(c.workers), other: tenth(c.other), ...(c.excess !== undefined ? { excess: { main: tenth(c.excess.main), workers: tenth(c.excess.workers) } } : {}) } as T;
 }
 
 /** A phase: ticks scheduled in [from, to) go to `hist`, how late the generator sent them to `late`. */
