@@ -37,6 +37,8 @@ export interface Tuning {
   readonly workerCheckpointMs: number;
   /** Start-up warm-up (warmup.ts): agents spawned, ticked and freed in each of 3 rounds before /readyz turns 200; 0: none. */
   readonly warmupAgents: number;
+  /** Whether the warm-up also drives a session through a loopback WebSocket (the connection and session layer). */
+  readonly warmupSession: boolean;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -52,6 +54,7 @@ export const DEFAULT_TUNING: Tuning = {
   validateQueue: 8,
   workerCheckpointMs: 2000,
   warmupAgents: 2000,
+  warmupSession: true,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

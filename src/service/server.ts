@@ -248,7 +248,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       if (warm.error !== undefined) logger.warn({ err: warm.error }, 'start-up warm-up stopped early');
       else if (warm.agents > 0) logger.debug({ ms: Math.round(warm.ms), agents: warm.agents, ticks: warm.ticks }, 'start-up warm-up done');
       // Then the connection and session layer, through a real loopback WebSocket (ws.ts, sessions, replies).
-      if (tuning.warmupAgents > 0 && ctx.phase === 'starting') {
+      if (tuning.warmupAgents > 0 && tuning.warmupSession && ctx.phase === 'starting') {
         ctx.warmupKey = randomUUID();
         const session = (warmup.session = await warmUpSession({
           url: `ws://${loopback(app.server.address(), config.host)}/v1/ws`,
