@@ -119,9 +119,12 @@ export class Metrics {
     this.goodbyes = new Counter({ name: 'canopy_goodbyes_total', help: 'Sockets closed by the service with `goodbye`, by reason', labelNames: ['reason'], registers });
   }
 
-  /** Zeroes what sessions count (ticks, bytes, frames, errors): the start-up warm-up's own session leaves no trace. */
+  /**
+   * Zeroes what a session's traffic counts (ticks, bytes, frames, actions): the start-up warm-up's own session
+   * leaves no trace. Errors are kept: the warm-up makes none unless something is wrong (then it is logged too).
+   */
   resetTraffic(): void {
-    for (const m of [this.ticks, this.tickDuration, this.tickLateness, this.missedTicks, this.decisionsFrames, this.heldDecisions, this.actions, this.cancels, this.bytesIn, this.bytesOut, this.errors, this.unknownRows, this.goodbyes]) m.reset();
+    for (const m of [this.ticks, this.tickDuration, this.tickLateness, this.missedTicks, this.decisionsFrames, this.heldDecisions, this.actions, this.cancels, this.bytesIn, this.bytesOut, this.unknownRows]) m.reset();
   }
 }
 
