@@ -25,6 +25,7 @@ import { AgentHost } from '../src/service/pool/host.js';
 import { packAgents } from '../src/service/pool/checkpoint.js';
 import type { SpawnOrder, ToHost } from '../src/service/pool/wire.js';
 import { SessionShard } from '../src/service/pool/shard.js';
+import { packSpawnOrders } from '../src/service/pool/spawns.js';
 import type { Agent } from '../src/bt/index.js';
 import { FIELDS, GameWorld } from './load/world.js';
 import { everyOf, formatLodMix, parseLodMix } from './load/lod.js';
@@ -133,7 +134,7 @@ const keep: unknown[] = [];
       if (every !== 1) order.push(every);
       orders.push(order);
     }
-    host.handle({ t: 'spawn', session: 's', fields, agents: orders });
+    host.handle({ t: 'spawn', session: 's', fields, agents: packSpawnOrders(orders) });
   }
   const r1 = reading();
   parts.agent = perAgent(r0, r1, probeN);

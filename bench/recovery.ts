@@ -19,6 +19,7 @@ import { Agent } from '../src/bt/index.js';
 import { loadTrees } from '../src/service/pool/load.js';
 import { packAgents } from '../src/service/pool/checkpoint.js';
 import { RecoveryJournal } from '../src/service/pool/recovery.js';
+import { packSpawnOrders } from '../src/service/pool/spawns.js';
 import type { TickOrder } from '../src/service/pool/wire.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -175,7 +176,7 @@ const log =
   cpuMs(() => {
     // A fresh log of 10 ticks each time: what a log holds between two checkpoints, not an ever-growing one.
     journal = new RecoveryJournal(1, 2000);
-    journal.record(0, { t: 'spawn', session: 's', fields: FIELDS, agents: [] });
+    journal.record(0, { t: 'spawn', session: 's', fields: FIELDS, agents: packSpawnOrders([]) });
     for (let k = 0; k < 10; k++) journal.record(0, { ...order, time: k * TICK_SECONDS });
   }) / 10;
 const perTick = (2 * pack) / BLOCK + 2 * log;

@@ -17,7 +17,7 @@ import { LatencyHistogram, type LatencySummary } from './histogram.js';
 import type { IdStyle } from './ids.js';
 import { Schedule, phaseOffsets } from './schedule.js';
 import { split } from './run.js';
-import type { Target } from './service.js';
+import { readThreads, type Target } from './service.js';
 
 export type BurstKind = 'spawn' | 'start';
 
@@ -72,6 +72,13 @@ export interface BurstResult {
    * from the scheduled send, so this much of `burst` is the generator's, not the service's.
    */
   readonly sendLate: { readonly steady: PhaseLatency; readonly burst: PhaseLatency };
+  /**
+   * The service's CPU time by thread (/proc, Linux, a service the generator started; null otherwise), ms per
+   * window: what the service itself did, whatever else the machine ran. `steady`: the steady window scaled to
+   * 2 s; `burst`, `despawn`: the mean of the windows, with `excess` = that minus the steady rate over as long.
+   * For `start` the burst window is everything before the steady window (`--warmup` s), not only the first 2 s.
+   */
+  readonly cpu: { readonly steady: CpuSpan; readonly burst: CpuSpan; readonly despawn: CpuSpan | null } | null;
   /** burst p99 − steady p99 (ms); and burst p99 / steady p99. */
   readonly delayP99Ms: number;
   readonly ratioP99: number;
@@ -79,6 +86,66 @@ export interface BurstResult {
   readonly lost: number;
   readonly errors: number;
   readonly sampleError: string | null;
+}
+
+/** Service CPU time in a window, ms by thread (main; worker threads together; the rest: GC and compiler helpers, libuv). */
+export interface CpuSpan {
+  /** The window's length as measured, ms. */
+  readonly ms: number;
+  readonly main: number;
+  readonly workers: number;
+  readonly other: number;
+  /** burst and despawn windows: main and workers beyond the steady rate over as long. */
+  readonly excess?: { readonly main: number; readonly workers: number };
+}
+
+interface CpuMark {
+  readonly at: number;
+  readonly main: number;
+  readonly workers: number;
+  readonly other: number;
+}
+
+/** The service's thread CPU now (ms), or null when it cannot be read. */
+function cpuMark(target: Target): CpuMark | null {
+  if (target.pid === undefined) return null;
+  const t = readThreads(target.pid);
+  if (t === undefined) return null;
+  let workers = 0;
+  for (const w of t.workers.values()) workers += w;
+  return { at: performance.now(), main: t.main * 1000, workers: workers * 1000, other: t.other * 1000 };
+}
+
+/** The mean span of `pairs` (null if any mark is missing). */
+function cpuSpan(pairs: ReadonlyArray<readonly [CpuMark | null, CpuMark | null]>): CpuSpan | null {
+  if (pairs.length === 0 || pairs.some(([a, b]) => a === null || b === null)) return null;
+  const n = pairs.length;
+  const sum = (of: (a: CpuMark, b: CpuMark) => number): number => pairs.reduce((acc, [a, b]) => acc + of(a!, b!), 0) / n;
+  return { ms: sum((a, b) => b.at - a.at), main: sum((a, b) => b.main - a.main), workers: sum((a, b) => b.workers - a.workers), other: sum((a, b) => b.other - a.other) };
+}
+
+/** `span` with its excess over the steady rate. */
+function withExcess(span: CpuSpan | null, steady: CpuSpan): CpuSpan | null {
+  if (span === null || steady.ms <= 0) return span;
+  const k = span.ms / steady.ms;
+  return { ...span, excess: { main: span.main - steady.main * k, workers: span.workers - steady.workers * k } };
+}
+
+function cpuResult(steady: readonly [CpuMark | null, CpuMark | null], bursts: ReadonlyArray<readonly [CpuMark | null, CpuMark | null]>, despawns: ReadonlyArray<readonly [CpuMark | null, CpuMark | null]> | null): BurstResult['cpu'] {
+  const s = cpuSpan([steady]);
+  const b = cpuSpan(bursts);
+  if (s === null || b === null) return null;
+  // The steady window scaled to BURST_WINDOW_MS, so the figures read "per 2 s" side by side.
+  const k = BURST_WINDOW_MS / s.ms;
+  const steady2 = { ms: BURST_WINDOW_MS, main: s.main * k, workers: s.workers * k, other: s.other * k };
+  return { steady: round1(steady2), burst: round1(withExcess(b, steady2)!), despawn: despawns === null ? null : round1(withExcess(cpuSpan(despawns), steady2)) };
+}
+
+const tenth = (n: number): number => Math.round(n * 10) / 10;
+
+function round1<T extends CpuSpan | null>(c: T): T {
+  if (c === null) return c;
+  return { ms: tenth(c.ms), main: tenth(c.main), workers: tenth(c.workers), other: tenth(c.other), ...(c.excess !== undefined ? { excess: { main: tenth(c.excess.main), workers: tenth(c.excess.workers) } } : {}) } as T;
 }
 
 /** A phase: ticks scheduled in [from, to) go to `hist`, how late the generator sent them to `late`. */
@@ -160,6 +227,10 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
   let newcomer: GameServer | null = null;
   /** The newcomers' errors, counted before they say bye (which ends their sessions). */
   let extraErrors = 0;
+  /** The service's thread CPU at the start and end of the steady window and of each burst and despawn window. */
+  let cpuSteady: readonly [CpuMark | null, CpuMark | null] = [null, null];
+  const cpuBursts: Array<readonly [CpuMark | null, CpuMark | null]> = [];
+  const cpuDespawns: Array<readonly [CpuMark | null, CpuMark | null]> = [];
   try {
     await Promise.all(games.map((g) => g.connect()));
     const offsets = phaseOffsets(games.length, periodMs, true);
@@ -167,6 +238,7 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       // All at once: spawns go out now, and every game server ticks from now on. The spawn messages' agent lists
       // are built before that instant: a game server has its spawn ready when it sends it.
       for (const g of games) g.prepareSpawn();
+      const cpuAtOrigin = cpuMark(target);
       const origin = performance.now();
       windows.push({ from: origin, to: origin + BURST_WINDOW_MS, hist: burst, late: burstLate });
       const steadyFrom = origin + spec.warmup * 1000;
@@ -175,6 +247,13 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       games.forEach((g, k) => join(g, origin, offsets[k]!));
       await spawned;
       log(`  all ${spec.agents} agents spawned after ${(performance.now() - origin).toFixed(0)} ms`);
+      await sleepUntil(steadyFrom);
+      const cpuAtSteady = cpuMark(target);
+      // The whole stretch before the steady window: by then every late tick is answered, so beyond the steady
+      // rate is the burst's own cost (the first 2 s alone would count less work when the service falls behind).
+      cpuBursts.push([cpuAtOrigin, cpuAtSteady]);
+      await sleepUntil(steadyFrom + spec.seconds * 1000);
+      cpuSteady = [cpuAtSteady, cpuMark(target)];
       await sleepUntil(steadyFrom + spec.seconds * 1000 + periodMs);
     } else {
       await Promise.all(games.map((g) => g.spawn()));
@@ -183,13 +262,17 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       const steadyFrom = origin + spec.warmup * 1000;
       const steadyTo = steadyFrom + spec.seconds * 1000;
       windows.push({ from: steadyFrom, to: steadyTo, hist: steady, late: steadyLate });
+      await sleepUntil(steadyFrom);
+      const cpuAtSteady = cpuMark(target);
       await sleepUntil(steadyTo);
+      cpuSteady = [cpuAtSteady, cpuMark(target)];
       for (let k = 0; k < spec.repeat; k++) {
         const b = game(spec.burstAgents, spec.sessions + k, spec.burstAgents);
         extra.push(b);
         await b.connect();
         await sleep(200); // the connection's own cost is not the spawn's
         b.prepareSpawn();
+        const cpuAtSpawn = cpuMark(target);
         const sent = performance.now();
         windows.push({ from: sent, to: sent + BURST_WINDOW_MS, hist: burst, late: burstLate });
         let first = -1;
@@ -203,6 +286,7 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
         // ticking at 20 Hz. Then it ticks for 2 s, stops, and despawns everything in one message.
         b.tick(1, performance.now(), 1 / spec.hz);
         await sleepUntil(sent + BURST_WINDOW_MS);
+        cpuBursts.push([cpuAtSpawn, cpuMark(target)]);
         newcomer = b;
         join(b, performance.now(), 0, 2);
         await sleep(2000);
@@ -213,11 +297,13 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
         while (b.outstanding > 0 && performance.now() < settleBy) await sleep(10);
         await sleep(500);
         firstTickMs.push(first);
+        const cpuAtDespawn = cpuMark(target);
         const dsent = performance.now();
         windows.push({ from: dsent, to: dsent + BURST_WINDOW_MS, hist: despawn, late: burstLate });
         await b.despawnAll();
         despawnAckMs.push(performance.now() - dsent);
         await sleepUntil(dsent + BURST_WINDOW_MS);
+        cpuDespawns.push([cpuAtDespawn, cpuMark(target)]);
         extraErrors += b.counters.serviceErrors + b.counters.agentErrors + (b.failure !== undefined ? 1 : 0);
         await b.close();
         log(
@@ -257,6 +343,7 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       firstTickMs: firstTickMs.map((x) => +x.toFixed(1)),
       despawnAckMs: despawnAckMs.map((x) => +x.toFixed(1)),
       sendLate: { steady: round(steadyLate.summary()), burst: round(burstLate.summary()) },
+      cpu: cpuResult(cpuSteady, cpuBursts, spec.kind === 'spawn' ? cpuDespawns : null),
       delayP99Ms: +(b.p99 - s.p99).toFixed(3),
       ratioP99: s.p99 > 0 ? +(b.p99 / s.p99).toFixed(3) : 0,
       lost,
@@ -292,8 +379,21 @@ export function burstLines(res: BurstResult): string[] {
     `  the generator sent them late by p99 ${res.sendLate.steady.p99.toFixed(1)} / max ${res.sendLate.steady.max.toFixed(1)} ms steady, ` +
       `p99 ${res.sendLate.burst.p99.toFixed(1)} / max ${res.sendLate.burst.max.toFixed(1)} ms in the ${res.kind === 'spawn' ? 'spawn and despawn windows' : 'first 2 s'} (counted in their latency)`,
   );
+  if (res.cpu !== null) {
+    const c = res.cpu;
+    const one = (name: string, x: CpuSpan): string =>
+      `${name} main ${x.main.toFixed(0)}${x.excess !== undefined ? ` (${sign(x.excess.main)})` : ''} / workers ${x.workers.toFixed(0)}${x.excess !== undefined ? ` (${sign(x.excess.workers)})` : ''}`;
+    lines.push(
+      `  the service's CPU, thread time in ms (beyond the steady rate): ${one('steady per 2 s', c.steady)}; ` +
+        `${one(res.kind === 'spawn' ? 'spawn (2 s)' : `first ${(c.burst.ms / 1000).toFixed(1)} s`, c.burst)}${c.despawn !== null ? `; ${one('despawn (2 s)', c.despawn)}` : ''}`,
+    );
+  }
   if (res.lost > 0 || res.errors > 0) lines.push(`  ${res.lost} ticks unanswered, ${res.errors} errors${res.sampleError === null ? '' : `: ${res.sampleError}`}`);
   return lines;
+}
+
+function sign(n: number): string {
+  return `${n >= 0 ? '+' : '−'}${Math.abs(n).toFixed(0)}`;
 }
 
 function r(n: number): number {

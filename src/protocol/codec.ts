@@ -64,6 +64,25 @@ export function decode(bytes: Uint8Array): unknown {
   }
 }
 
+/**
+ * Decodes `count` consecutive values, `bytes` cut from a frame's list at nesting level `level` (the frame's map
+ * is level 1, a list in it level 2): with the same checks as the whole frame would have, their nesting counted
+ * from there. Undefined when they do not pass: decoding the whole frame then says why. For decoding a large
+ * list in parts (ws.ts: a large spawn), other work in between.
+ */
+export function decodeItems(bytes: Uint8Array, count: number, level: number): unknown[] | undefined {
+  const wrapped = new Uint8Array(bytes.length + 5);
+  wrapped[0] = 0xdd;
+  new DataView(wrapped.buffer).setUint32(1, count);
+  wrapped.set(bytes, 5);
+  if (checkFrame(wrapped, LIMITS.maxDepth - (level - 1)) !== undefined) return undefined;
+  try {
+    return unpackr.unpack(wrapped) as unknown[];
+  } catch {
+    return undefined;
+  }
+}
+
 // Stack of the containers being scanned: items still to read, and whether it is a map.
 // Module-level and reused: scanning is synchronous and allocates nothing.
 const left = new Float64Array(LIMITS.maxDepth + 2);

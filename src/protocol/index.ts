@@ -16,7 +16,7 @@ export {
   quote,
   type ErrorInfo,
 } from './codes.js';
-export { DecodeError, checkFrame, decode, encode } from './codec.js';
+export { DecodeError, checkFrame, decode, decodeItems, encode } from './codec.js';
 export {
   encodeDecisions,
   encodeDespawned,
@@ -34,7 +34,7 @@ export {
 export { LIMITS, PROTOCOL_VERSION } from './limits.js';
 export { parseServerMessage } from './server-messages.js';
 export { HeldDecisions } from './merge.js';
-export { FrameCursor, MAX_VECTOR, Tag, isPackedRows, readSnapshotRows, rowValue, unpackRows, type ColumnRows, type FastSnapshot, type FrameRows, type PackedRows } from './rows.js';
+export { FrameCursor, MAX_VECTOR, Tag, isPackedRows, readSnapshotRows, rowValue, splitFrameList, unpackRows, type ColumnRows, type FastSnapshot, type FrameRows, type PackedRows, type SplitFrame } from './rows.js';
 export {
   agentIdFromKey,
   type ActionDecision,

@@ -179,6 +179,72 @@ function readFrame(width: number, inFrame: boolean): FastSnapshot | undefined {
   return { fields, rows };
 }
 
+/** A frame whose list `key` is cut into parts (splitFrameList). */
+export interface SplitFrame {
+  /** The frame's other fields, decoded, in frame order; `key` holds its place (null until the caller sets it). */
+  readonly fields: Record<string, unknown>;
+  /** The list's items, `count` consecutive MessagePack values each (decodeItems decodes them at level 2). */
+  readonly parts: ReadonlyArray<{ readonly count: number; readonly bytes: Uint8Array }>;
+}
+
+/**
+ * Cuts the list `key` of a frame (a map of short string keys) into parts of at most `per` items, without
+ * decoding them; the other fields are decoded and checked as a whole frame's would be. Undefined for anything
+ * else (no such list, a key twice, a map32, bytes that do not add up): the caller decodes the ordinary way.
+ */
+export function splitFrameList(bytes: Uint8Array, key: string, per: number): SplitFrame | undefined {
+  src = bytes;
+  view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  pos = 0;
+  end = bytes.length;
+  try {
+    return split(key, per);
+  } catch {
+    return undefined;
+  } finally {
+    src = EMPTY;
+    view = EMPTY_VIEW;
+  }
+}
+
+function split(list: string, per: number): SplitFrame | undefined {
+  if (end === 0) return undefined;
+  const b = src[pos++]!;
+  let entries: number;
+  if (b >= 0x80 && b <= 0x8f) entries = b & 0x0f;
+  else if (b === 0xde && end >= 3) {
+    entries = (src[1]! << 8) | src[2]!;
+    pos = 3;
+  } else return undefined;
+  const fields: Record<string, unknown> = {};
+  const parts: Array<{ count: number; bytes: Uint8Array }> = [];
+  let found = false;
+  for (let e = 0; e < entries; e++) {
+    const key = readShortString();
+    if (key === undefined || key === '__proto__' || Object.hasOwn(fields, key)) return undefined;
+    if (key === list) {
+      const count = listHeader();
+      if (count < 0) return undefined;
+      found = true;
+      fields[key] = null;
+      for (let from = 0; from < count; from += per) {
+        const start = pos;
+        const n = Math.min(per, count - from);
+        for (let i = 0; i < n; i++) if (!skipValue(2)) return undefined;
+        parts.push({ count: n, bytes: src.subarray(start, pos) });
+      }
+      continue;
+    }
+    const start = pos;
+    if (!skipValue(1)) return undefined;
+    const field = src.subarray(start, pos);
+    if (checkFrame(field, LIMITS.maxDepth - 1) !== undefined) return undefined;
+    fields[key] = decode(field);
+  }
+  if (pos !== end || !found) return undefined;
+  return { fields, parts };
+}
+
 /** Reads a MessagePack array header at `pos`: its length, or -1 (and `pos` wherever it stopped) when there is none. */
 function listHeader(): number {
   if (pos >= end) return -1;

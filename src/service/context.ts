@@ -37,6 +37,8 @@ export interface Tuning {
   readonly workerCheckpointMs: number;
   /** Start-up warm-up (warmup.ts): agents spawned, ticked and freed in each of 3 rounds before /readyz turns 200; 0: none. */
   readonly warmupAgents: number;
+  /** Whether the warm-up also drives a session through a loopback WebSocket (the connection and session layer). */
+  readonly warmupSession: boolean;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -52,6 +54,7 @@ export const DEFAULT_TUNING: Tuning = {
   validateQueue: 8,
   workerCheckpointMs: 2000,
   warmupAgents: 2000,
+  warmupSession: true,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */
@@ -88,4 +91,9 @@ export interface ServiceContext {
   /** The observation fields tree `name` reads (undefined for an unknown tree). */
   treeReads(name: string): TreeReads | undefined;
   phase: Phase;
+  /**
+   * While the start-up warm-up drives a session of its own through a loopback WebSocket (warmup.ts): the secret
+   * its upgrade request carries in `x-canopy-warmup`, the one connection let in before the service is ready. Null otherwise.
+   */
+  warmupKey: string | null;
 }

@@ -118,6 +118,14 @@ export class Metrics {
     this.durableAdoptions = new Counter({ name: 'canopy_durable_adoptions_total', help: 'Sessions restored on this instance from Redis, by how (adopted from a dead owner, handed over by a live one)', labelNames: ['how'], registers });
     this.goodbyes = new Counter({ name: 'canopy_goodbyes_total', help: 'Sockets closed by the service with `goodbye`, by reason', labelNames: ['reason'], registers });
   }
+
+  /**
+   * Zeroes what a session's traffic counts (ticks, bytes, frames, actions): the start-up warm-up's own session
+   * leaves no trace. Errors are kept: the warm-up makes none unless something is wrong (then it is logged too).
+   */
+  resetTraffic(): void {
+    for (const m of [this.ticks, this.tickDuration, this.tickLateness, this.missedTicks, this.decisionsFrames, this.heldDecisions, this.actions, this.cancels, this.bytesIn, this.bytesOut, this.unknownRows]) m.reset();
+  }
 }
 
 /** GET /metrics in the Prometheus text format. */

@@ -1,6 +1,8 @@
 // Assembles the service: trees and plugins loaded and checked, the agent pool, and fastify with one
 // plugin per concern (WebSocket, trees, sessions, health, metrics). main.ts runs it; tests embed it.
 
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
 import websocket from '@fastify/websocket';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { pino, type Logger } from 'pino';
@@ -12,13 +14,13 @@ import { ErrorCode } from '../protocol/index.js';
 import { HttpErrorCode, respond, setUpBodies } from './http/http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
 import { createAgentPool, type AgentPool } from './pool/index.js';
-import { warmUp } from './warmup.js';
+import { warmUp, warmUpSession, type WarmupResult } from './warmup.js';
 import { Recordings, recordingRoutes } from './recording/recordings.js';
-import { SessionRegistry } from './sessions/registry.js';
+import { SessionRegistry, WARMUP_REASON } from './sessions/registry.js';
 import { sessionRoutes } from './http/sessions.js';
 import { StartupError, loadLibrary, treeRoutes } from './http/trees.js';
 import { ValidationWorker } from './validation/runner.js';
-import { GoodbyeReason, wsRoutes } from './ws.js';
+import { GoodbyeReason, WARMUP_HEADER, wsRoutes } from './ws.js';
 import { inspectorAssets, inspectorPage } from '../inspector/static.js';
 import { inspectorStream } from '../inspector/stream.js';
 import { LiveTrees } from './reload/live.js';
@@ -38,6 +40,8 @@ export interface CanopyServer {
   readonly metrics: Metrics;
   /** Starts listening (config host and port; port 0 picks one), then waits for the workers: /readyz turns 200. */
   listen(): Promise<{ port: number; host: string }>;
+  /** What the start-up warm-up did (warmup.ts), once listen() resolved: the pool's part, then the session layer's. */
+  readonly warmup: { pool: WarmupResult | null; session: WarmupResult | null };
   /**
    * Drains and stops: /readyz 503 and new sessions refused; ticks in flight finish and their
    * decisions go out; every client gets `goodbye` {reason: 'shutdown', retryAfterMs}; sockets,
@@ -118,6 +122,8 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       logger,
       maxAgents: config.maxAgents,
       sessionCreated: (s) => {
+        // The start-up warm-up's own session (the only one the service lets in before it is ready) is neither.
+        if (ctx.warmupKey !== null) return;
         recordings.sessionCreated(s);
         durability?.attach(s);
       },
@@ -140,6 +146,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     treeNames: () => live.library.names(),
     treeReads: (name) => live.library.get(name)?.observed,
     phase: 'starting',
+    warmupKey: null,
   };
 
   const app = Fastify({
@@ -197,6 +204,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   );
 
   let closing: Promise<void> | undefined;
+  const warmup: CanopyServer['warmup'] = { pool: null, session: null };
   const close = async (): Promise<void> => {
     ctx.phase = 'draining';
     watcher?.close();
@@ -228,15 +236,36 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     },
     trees: live,
     metrics,
+    warmup,
     async listen() {
       await app.listen({ host: config.host, port: config.port });
       const address = app.server.address();
       const port = typeof address === 'object' && address !== null ? address.port : config.port;
       await pool.ready();
       // The first game servers should not run the service's cold code (warmup.ts); plugin code is never ticked here.
-      const warm = await warmUp(pool, live.library.names(), { agents: tuning.warmupAgents, rounds: 3, ticks: config.plugins === null ? 5 : 0, maxFrameBytes: config.maxFrameBytes });
+      const ticks = config.plugins === null ? 5 : 0;
+      const warm = (warmup.pool = await warmUp(pool, live.library.names(), { agents: tuning.warmupAgents, rounds: 3, ticks, maxFrameBytes: config.maxFrameBytes }));
       if (warm.error !== undefined) logger.warn({ err: warm.error }, 'start-up warm-up stopped early');
       else if (warm.agents > 0) logger.debug({ ms: Math.round(warm.ms), agents: warm.agents, ticks: warm.ticks }, 'start-up warm-up done');
+      // Then the connection and session layer, through a real loopback WebSocket (ws.ts, sessions, replies).
+      if (tuning.warmupAgents > 0 && tuning.warmupSession && ctx.phase === 'starting') {
+        ctx.warmupKey = randomUUID();
+        const session = (warmup.session = await warmUpSession({
+          url: `ws://${loopback(app.server.address(), config.host)}/v1/ws`,
+          headers: { [WARMUP_HEADER]: ctx.warmupKey, ...(config.apiKeys.length > 0 ? { authorization: `Bearer ${config.apiKeys[0]!}` } : {}) },
+          trees: live.library.names(),
+          agents: Math.min(tuning.warmupAgents + tuning.warmupAgents / 4, config.maxAgents),
+          rounds: 2,
+          ticks,
+          maxFrameBytes: config.maxFrameBytes,
+        }));
+        // Whatever it left (a socket dropped early keeps no session for a resume before the service is ready).
+        await Promise.all(ctx.sessions.list().map((s) => ctx.sessions.free(s, WARMUP_REASON)));
+        ctx.warmupKey = null;
+        metrics.resetTraffic();
+        if (session.error !== undefined) logger.warn({ err: session.error }, 'start-up warm-up of the session layer stopped early');
+        else logger.debug({ ms: Math.round(session.ms), agents: session.agents, ticks: session.ticks }, 'start-up warm-up of the session layer done');
+      }
       if (ctx.phase === 'starting') ctx.phase = 'ready';
       logger.info({ host: config.host, port, trees: treeNames.length, workers: pool.workerCount }, 'canopy listening');
       return { port, host: config.host };
@@ -249,3 +278,10 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
 }
 
 export { StartupError };
+
+/** host:port of the listening socket as this process reaches it: a wildcard address (all interfaces) via loopback. */
+function loopback(address: AddressInfo | string | null, host: string): string {
+  if (address === null || typeof address === 'string') return host;
+  const ip = address.address === '0.0.0.0' ? '127.0.0.1' : address.address === '::' ? '::1' : address.address;
+  return `${address.family === 'IPv6' || ip.includes(':') ? `[${ip}]` : ip}:${address.port}`;
+}

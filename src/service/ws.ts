@@ -1,6 +1,7 @@
 // The WebSocket endpoint (GET /v1/ws): one connection carries one session. Frames are validated by
 // the protocol module, handled in arrival order, and answered on the same socket.
 
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import {
@@ -16,11 +17,15 @@ import {
   encodeSpawned,
   encodeWelcome,
   encode,
+  decodeItems,
   parseClientFrame,
+  parseClientMessage,
+  splitFrameList,
   type DecisionsFields,
   type AgentId,
   type EntryError,
   type HelloMessage,
+  type ParseOptions,
   type ParseResult,
   type SnapshotMessage,
 } from '../protocol/index.js';
@@ -31,11 +36,14 @@ import { Outbox, OutboxBudget } from './sessions/outbox.js';
 import { TokenBucket } from './http/rate.js';
 import { SnapshotRefused, rotateToken, type Session, type SessionOutput, type TreesNotice } from './sessions/session.js';
 import type { Durability } from './durable/durability.js';
+import { WARMUP_REASON } from './sessions/registry.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 64;
 /** Spawn and despawn entries handled per turn of the event loop (about 1–1.5 ms of main-thread time warm). */
 const AGENTS_PER_TURN = 1000;
+/** Spawn frames from this size on (about 1,000 agents) are decoded in parts (Connection.spawnFrameInParts). */
+const SLICED_SPAWN_BYTES = 32 * 1024;
 /** After a goodbye, how long the socket may make no progress (nothing drained) before it is destroyed. */
 const CLOSE_TIMEOUT_MS = 2000;
 /** After a goodbye, the longest a socket that keeps draining slowly is given to read it. */
@@ -71,8 +79,8 @@ export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app,
   pinger.unref();
   app.addHook('onClose', async () => clearInterval(pinger));
   // New sessions are refused while the service starts or drains: 503 at the upgrade, no socket.
-  app.addHook('onRequest', async (_request, reply) => {
-    if (ctx.phase !== 'ready') {
+  app.addHook('onRequest', async (request, reply) => {
+    if (ctx.phase !== 'ready' && !isWarmup(ctx, request.headers[WARMUP_HEADER])) {
       await reply.code(503).header('retry-after', Math.ceil(ctx.tuning.retryAfterMs / 1000)).send({ code: HttpErrorCode.E_UNAVAILABLE, message: 'the service is not accepting new sessions' });
       return;
     }
@@ -88,7 +96,7 @@ export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app,
   });
 
   app.get('/v1/ws', { websocket: true }, (socket, request) => {
-    const connection = new Connection(socket, ctx, request.log, budget);
+    const connection = new Connection(socket, ctx, request.log, budget, ctx.phase === 'starting' && isWarmup(ctx, request.headers[WARMUP_HEADER]));
     live.add(connection);
     ctx.connections.add(connection);
     void connection.closed.then(() => {
@@ -97,6 +105,16 @@ export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app,
     });
   });
 };
+
+/** The header of the start-up warm-up's own connection (warmup.ts), with ServiceContext.warmupKey. */
+export const WARMUP_HEADER = 'x-canopy-warmup';
+
+/** Whether `given` is the secret of the warm-up under way (compared in constant time). */
+function isWarmup(ctx: ServiceContext, given: string | string[] | undefined): boolean {
+  const key = ctx.warmupKey;
+  if (key === null || typeof given !== 'string' || given.length !== key.length) return false;
+  return timingSafeEqual(Buffer.from(given), Buffer.from(key));
+}
 
 /** One WebSocket connection: the hello handshake, then the session's messages. */
 class Connection implements LiveConnection, SessionOutput {
@@ -124,8 +142,12 @@ class Connection implements LiveConnection, SessionOutput {
   private helloTimer: NodeJS.Timeout | undefined;
   private closeReason = 'socket closed';
 
-  constructor(socket: WebSocket, ctx: ServiceContext, log: FastifyBaseLogger, budget: OutboxBudget) {
+  /** The start-up warm-up's own connection: let in before the service is ready, its session neither recorded nor durable. */
+  private readonly warmup: boolean;
+
+  constructor(socket: WebSocket, ctx: ServiceContext, log: FastifyBaseLogger, budget: OutboxBudget, warmup = false) {
     this.socket = socket;
+    this.warmup = warmup;
     this.ctx = ctx;
     this.log = log;
     const metrics = ctx.metrics;
@@ -280,11 +302,38 @@ class Connection implements LiveConnection, SessionOutput {
   private handle(bytes: Buffer): Promise<void> | undefined {
     const session = this.session;
     if (session === undefined) return this.beforeHello(parseClientFrame(bytes, this.ctx.config.maxFrameBytes));
-    const parsed = parseClientFrame(bytes, this.ctx.config.maxFrameBytes, {
-      fieldCount: session.fields?.length ?? 0,
-      mode: session.mode,
-      packRows: true,
-    });
+    if (bytes.length >= SLICED_SPAWN_BYTES && bytes.length <= this.ctx.config.maxFrameBytes && startsAsSpawn(bytes)) return this.spawnFrameInParts(bytes, session);
+    return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, this.parseOptions(session)), bytes);
+  }
+
+  private parseOptions(session: Session): ParseOptions {
+    return { fieldCount: session.fields?.length ?? 0, mode: session.mode, packRows: true };
+  }
+
+  /**
+   * A large spawn frame, its agents decoded AGENTS_PER_TURN at a time, a turn of the event loop each: decoding
+   * 10,000 entries at once held the main thread 4–9 ms, every other session's frames and ticks waiting. Nothing
+   * is applied before all of it is decoded and validated, so what the game server hears is what one decode
+   * gives (a frame that does not decode in parts is decoded whole, and refused as ever).
+   */
+  private async spawnFrameInParts(bytes: Buffer, session: Session): Promise<void> {
+    const whole = (): Promise<void> | undefined => this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, this.parseOptions(session)), bytes);
+    const split = splitFrameList(bytes, 'agents', AGENTS_PER_TURN);
+    if (split === undefined || split.fields['t'] !== 'spawn') return whole();
+    const agents: unknown[] = [];
+    for (let i = 0; i < split.parts.length; i++) {
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (session.ended || !session.isAttachedTo(this)) return; // freed or taken over meanwhile: nobody to answer
+      const part = split.parts[i]!;
+      const items = decodeItems(part.bytes, part.count, 2);
+      if (items === undefined) return whole();
+      for (const item of items) agents.push(item);
+    }
+    split.fields['agents'] = agents;
+    return this.handleParsed(session, parseClientMessage(split.fields, this.parseOptions(session)), bytes);
+  }
+
+  private handleParsed(session: Session, parsed: ParseResult, bytes: Buffer): Promise<void> | undefined {
     if (!parsed.ok) {
       this.invalid(parsed.code, parsed.message, parsed.re);
       return undefined;
@@ -360,6 +409,14 @@ class Connection implements LiveConnection, SessionOutput {
 
   private hello(msg: HelloMessage): Promise<void> | undefined {
     const ctx = this.ctx;
+    if (this.warmup) {
+      if (ctx.phase !== 'starting' || msg.resume !== undefined || msg.record === true) {
+        this.goodbye(GoodbyeReason.shutdown, ctx.tuning.retryAfterMs);
+        return;
+      }
+      this.welcome(msg, undefined);
+      return;
+    }
     if (ctx.phase !== 'ready') {
       this.goodbye(GoodbyeReason.shutdown, ctx.tuning.retryAfterMs);
       return;
@@ -435,7 +492,8 @@ class Connection implements LiveConnection, SessionOutput {
     );
     if (resumed) session.resumed();
     session.attach(this);
-    this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
+    if (this.warmup) this.log.debug({ session: session.id }, 'start-up warm-up session opened');
+    else this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
   }
 
   private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number, raw: Buffer): Promise<void> {
@@ -465,7 +523,7 @@ class Connection implements LiveConnection, SessionOutput {
   private bye(session: Session): void {
     this.ending = true;
     this.closeReason = 'bye';
-    void this.ctx.sessions.free(session, 'bye');
+    void this.ctx.sessions.free(session, this.warmup ? WARMUP_REASON : 'bye');
     this.close(CloseCode.normal);
   }
 
@@ -614,6 +672,16 @@ class Connection implements LiveConnection, SessionOutput {
 type PauseReason = 'queue' | 'congestion' | 'rate';
 
 const EMPTY = Buffer.alloc(0);
+
+/** `t: 'spawn'` as the first field of a map (fixmap or map16): how game servers write a spawn. */
+const SPAWN_HEAD = [0xa1, 0x74, 0xa5, 0x73, 0x70, 0x61, 0x77, 0x6e];
+
+function startsAsSpawn(bytes: Buffer): boolean {
+  const at = bytes[0]! >= 0x80 && bytes[0]! <= 0x8f ? 1 : bytes[0] === 0xde ? 3 : -1;
+  if (at < 0 || bytes.length < at + SPAWN_HEAD.length) return false;
+  for (let i = 0; i < SPAWN_HEAD.length; i++) if (bytes[at + i] !== SPAWN_HEAD[i]) return false;
+  return true;
+}
 
 function toBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentId } from '../../src/bt/index.js';
 import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
 import { SLICED_SPAWN, SpawnSlicer } from '../../src/service/pool/slicer.js';
+import { packSpawnOrders } from '../../src/service/pool/spawns.js';
 import type { SpawnOrder, TickOrder, ToHost } from '../../src/service/pool/wire.js';
 import { encode } from '../../src/protocol/index.js';
 
@@ -15,7 +16,7 @@ const spawnOf = (session: string, n: number, first = 0): ToHost => ({
   t: 'spawn',
   session,
   fields: null,
-  agents: Array.from({ length: n }, (_, i): SpawnOrder => [first + i, first + i, 'guard', '', null, null]),
+  agents: packSpawnOrders(Array.from({ length: n }, (_, i): SpawnOrder => [first + i, first + i, 'guard', '', null, null])),
 });
 const tickOf = (session: string, req: number): TickOrder => ({
   t: 'tick',
@@ -44,9 +45,9 @@ function harness(sliceMs = 0): { slicer: SpawnSlicer; ran: string[]; done: () =>
       if (msg.t === 'spawn') {
         // Parts of one spawn run back to back read as one range.
         const last = /^spawn (\S+) (\d+)\.\.(\d+)$/.exec(ran.at(-1) ?? '');
-        const from = msg.agents[0]![0];
+        const from = msg.agents.slots[0]!;
         if (last !== null && last[1] === msg.session && Number(last[3]) + 1 === from) ran.pop();
-        ran.push(`spawn ${msg.session} ${last !== null && last[1] === msg.session && Number(last[3]) + 1 === from ? last[2] : from}..${msg.agents.at(-1)![0]}`);
+        ran.push(`spawn ${msg.session} ${last !== null && last[1] === msg.session && Number(last[3]) + 1 === from ? last[2] : from}..${msg.agents.slots[msg.agents.count - 1]!}`);
       } else ran.push(`${msg.t} ${msg.session}${'req' in msg ? ` ${msg.req}` : ''}`);
     },
     () => finished++,

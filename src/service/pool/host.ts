@@ -10,7 +10,8 @@ import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } fr
 import { packAgents, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { FrameCursor } from '../../protocol/index.js';
-import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type SpawnOrder, type TickOrder, type TickReply, type ToHost } from './wire.js';
+import type { SpawnBatch } from './spawns.js';
+import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
@@ -225,13 +226,23 @@ export class AgentHost {
     }
   }
 
-  private spawn(session: string, fields: readonly string[] | null, orders: readonly SpawnOrder[]): void {
+  private spawn(session: string, fields: readonly string[] | null, orders: SpawnBatch): void {
     let s = this.sessions.get(session);
     if (s === undefined) {
       s = new HostSession(fields);
       this.sessions.set(session, s);
     }
-    for (const [slot, id, treeName, label, seed, bb, every] of orders) {
+    const bbs = orders.bbs;
+    let nextBb = 0;
+    for (let i = 0; i < orders.count; i++) {
+      const slot = orders.slots[i]!;
+      const numeric = orders.ids[i]!;
+      const id = Number.isNaN(numeric) ? orders.names![i]! : numeric;
+      const treeName = orders.trees[orders.tree[i]!]!;
+      const label = orders.labels[orders.label[i]!]!;
+      const seed = orders.seeded[i] === 1 ? orders.seeds[i]! : null;
+      const bb = bbs !== null && nextBb < bbs.length && bbs[nextBb]![0] === i ? bbs[nextBb++]![1] : null;
+      const every = orders.every === null ? 1 : orders.every[i]!;
       const tree = this.trees.get(treeName);
       // The router checked the tree against the same folder; a mismatch is a deployment bug worth a loud failure.
       if (tree === undefined) throw new Error(`host has no tree '${treeName}'`);
@@ -243,7 +254,7 @@ export class AgentHost {
       }
       s.agents[slot] = agent;
       s.observations[slot] = null;
-      if (every !== undefined && every !== 1) lodOf(s).spawned(slot, id, every);
+      if (every !== 1) lodOf(s).spawned(slot, id, every);
       else s.lod?.spawned(slot, id, 1);
       this.progress?.step(); // spawning 50,000 agents takes a while: the watchdog sees it move
     }

@@ -22,7 +22,10 @@ interface SessionLog {
   ticks: number;
   /** Bytes of input (rows, results) the tick orders among `orders` hold, about. */
   loggedBytes: number;
-  /** Session time (`time` of the tick order, s) of the latest checkpoint requested. */
+  /**
+   * Session time (`time` of the tick order, s) of the latest checkpoint requested; -Infinity: one is due at the
+   * next tick (after a reload or a replay); NaN: a new session, whose clock starts at its first tick.
+   */
   requestedAt: number;
   /** The checkpoint on its way: its request id and how many of `orders` it covers. */
   inflight: { req: number; covers: number } | null;
@@ -71,7 +74,8 @@ export class RecoveryJournal {
    * waits for `minTicks` logged ticks or logged input as large as the previous checkpoint, whichever first: a
    * session ticking slowly (1 Hz) is not packed every other tick (at 1,000,000 agents that cost more CPU, garbage
    * collection and memory than ticking), and a log of large inputs never outgrows a checkpoint for long. The
-   * first checkpoint of a session, and the first after a reload, are due by time alone.
+   * first checkpoint of a session is due `everyMs` after its first tick; the first after a reload or a replay
+   * at the next tick; both by time alone.
    */
   record(host: number, msg: ToHost): boolean {
     const logs = this.hosts[host]!;
@@ -79,7 +83,7 @@ export class RecoveryJournal {
       case 'spawn': {
         let log = logs.get(msg.session);
         if (log === undefined) {
-          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, loggedBytes: 0, requestedAt: -Infinity, inflight: null, stops: [] };
+          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, loggedBytes: 0, requestedAt: Number.NaN, inflight: null, stops: [] };
           logs.set(msg.session, log);
         }
         log.orders.push(msg);
@@ -104,6 +108,10 @@ export class RecoveryJournal {
         log.loggedBytes += inputBytes(copy);
         if (this.frames !== null && msg.frameRows !== null) for (const f of msg.frameRows.frames) this.frames.hold(f);
         if (log.inflight !== null) return false;
+        // A new session's first checkpoint is due `everyMs` of session time after its first tick, not on it: a game
+        // server that spawns its agents and ticks at once would pay for packing them all right then, and so would
+        // every other session on the worker (docs/capacity.md, "Bursts"). Until then a crash replays the spawns.
+        if (Number.isNaN(log.requestedAt)) log.requestedAt = msg.time;
         if (log.ticks >= MAX_LOGGED_TICKS) return true;
         if (Math.abs(msg.time - log.requestedAt) * 1000 < this.everyMs) return false;
         return log.checkpoint === null || log.requestedAt === -Infinity || log.ticks >= this.minTicks || log.loggedBytes >= log.checkpoint.bytes.length;

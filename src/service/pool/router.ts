@@ -9,7 +9,8 @@ import { SessionShard } from './shard.js';
 import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
 import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, WorkerStats } from './types.js';
 import type { TreeLibrary } from '../../bt/library.js';
-import { transferList, type FromHost, type HostRequest, type SpawnOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
+import { transferList, type FromHost, type HostRequest, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
+import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isAgentId, isPackedRows, type PackedRows } from '../../protocol/index.js';
 import { LodTable, badEvery } from './lod.js';
@@ -330,7 +331,10 @@ export abstract class PoolRouter implements AgentPool {
     const s = this.session(session);
     const ids: AgentId[] = [];
     const errors: EntryError[] = [];
-    const orders: SpawnOrder[][] = Array.from({ length: this.hostCount }, () => []);
+    // Per worker, its messages of SPAWN_PART agents at most (a worker reads each in one go before it can look at
+    // another session's tick), packed (spawns.ts).
+    const parts: SpawnBatchBuilder[][] = Array.from({ length: this.hostCount }, () => []);
+    const room = Math.min(SPAWN_PART, entries.length);
     for (const e of entries) {
       const id = (e as Partial<SpawnEntry> | null)?.id;
       if (!isAgentId(id)) {
@@ -373,17 +377,14 @@ export abstract class PoolRouter implements AgentPool {
       this.load[host]!++;
       const label = e.label ?? '';
       s.addRoute(id, e.reload === undefined ? { host, slot, tree, label } : { host, slot, tree, label, reload: e.reload });
-      const order: SpawnOrder = [slot, id, e.tree, label, e.seed ?? null, e.bb ?? null];
-      if (e.every !== undefined && e.every !== 1) order.push(e.every);
-      orders[host]!.push(order);
+      const own = parts[host]!;
+      let part = own[own.length - 1];
+      if (part === undefined || part.full) own.push((part = new SpawnBatchBuilder(room)));
+      part.add(slot, id, e.tree, label, e.seed ?? null, e.bb ?? null, e.every ?? 1);
       ids.push(id);
     }
     for (let h = 0; h < this.hostCount; h++) {
-      const agents = orders[h]!;
-      // In parts: a worker reads each message in one go before it can look at another session's tick.
-      for (let from = 0; from < agents.length; from += SPAWN_PART) {
-        this.post(h, { t: 'spawn', session, fields: s.fields, agents: from === 0 && agents.length <= SPAWN_PART ? agents : agents.slice(from, from + SPAWN_PART) }, []);
-      }
+      for (const part of parts[h]!) this.post(h, { t: 'spawn', session, fields: s.fields, agents: part.build() }, []);
     }
     return { ids, errors };
   }

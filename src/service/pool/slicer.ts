@@ -5,6 +5,7 @@
 // order (a tick right behind a spawn still sees every agent of it).
 
 import { performance } from 'node:perf_hooks';
+import { spawnPart } from './spawns.js';
 import type { ToHost } from './wire.js';
 
 /** A worker spends at most about this long (ms) on held work before it looks at its messages again. */
@@ -61,7 +62,7 @@ export class SpawnSlicer {
       q.push({ msg, next: 0 });
       return true;
     }
-    if (msg.t !== 'spawn' || msg.agents.length <= SLICED_SPAWN) return false;
+    if (msg.t !== 'spawn' || msg.agents.count <= SLICED_SPAWN) return false;
     this.queues.set(session, [{ msg, next: 0 }]);
     this.later();
     return true;
@@ -90,11 +91,11 @@ export class SpawnSlicer {
         const msg = held.msg;
         if (msg.t === 'spawn') {
           const agents = msg.agents;
-          while (held.next < agents.length) {
-            const to = Math.min(agents.length, held.next + STEP);
-            this.run(held.next === 0 && to === agents.length ? msg : { ...msg, agents: agents.slice(held.next, to) });
+          while (held.next < agents.count) {
+            const to = Math.min(agents.count, held.next + STEP);
+            this.run(held.next === 0 && to === agents.count ? msg : { ...msg, agents: spawnPart(agents, held.next, to) });
             held.next = to;
-            if (held.next < agents.length && performance.now() >= until) return;
+            if (held.next < agents.count && performance.now() >= until) return;
           }
         } else {
           this.run(msg);

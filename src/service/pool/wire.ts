@@ -2,6 +2,7 @@
 // inline pool), and the compact forms that keep one session tick to one message per worker.
 
 import type { AgentFrame, AgentId, WhyReport } from '../../bt/index.js';
+import type { SpawnBatch } from './spawns.js';
 import type { AgentView } from './types.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
 
@@ -46,7 +47,7 @@ export interface ResultBatch {
   data: Float64Array;
 }
 
-/** A new agent for a host: [slot, id, tree, label, seed, bb, every?] (`every`: its tick interval; absent: 1). */
+/** A new agent for a host: [slot, id, tree, label, seed, bb, every?] (`every`: its tick interval; absent: 1); posted packed, as SpawnBatch (spawns.ts). */
 export type SpawnOrder = [number, AgentId, string, string, number | null, Record<string, unknown> | null, number?];
 
 /** The world state, cloned once per tick even when several workers need it. */
@@ -78,7 +79,7 @@ export interface TickOrder {
 
 /** Router → host. `spawn` carries the session's fields so a host (or a respawned worker) needs no set-up message. */
 export type ToHost =
-  | { t: 'spawn'; session: string; fields: readonly string[] | null; agents: SpawnOrder[] }
+  | { t: 'spawn'; session: string; fields: readonly string[] | null; agents: SpawnBatch }
   | { t: 'despawn'; session: string; slots: number[] }
   | { t: 'drop'; session: string }
   | TickOrder

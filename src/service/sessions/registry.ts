@@ -4,6 +4,9 @@
 import { timingSafeEqual } from 'node:crypto';
 import { rotateToken, Session, type SessionHost, type SessionOptions } from './session.js';
 
+/** `free`'s reason for the start-up warm-up's own sessions (warmup.ts): logged at debug, not info. */
+export const WARMUP_REASON = 'start-up warm-up';
+
 /** The registry. Freed sessions leave both maps at once. */
 export class SessionRegistry {
   private readonly byId = new Map<string, Session>();
@@ -76,7 +79,7 @@ export class SessionRegistry {
   async free(session: Session, reason = 'freed'): Promise<void> {
     this.cancelTimer(session);
     if (this.byId.delete(session.id)) {
-      this.host.logger.info(
+      this.host.logger[reason === WARMUP_REASON ? 'debug' : 'info'](
         { session: session.id, mode: session.mode, transport: session.transport, agents: this.host.pool.agentCount(session.id), reason },
         'session closed',
       );
