@@ -129,14 +129,23 @@ let end = 0;
  * MAX_VECTOR numbers. Returns undefined for anything else (the caller decodes the ordinary way).
  */
 export function readSnapshotRows(bytes: Uint8Array, width: number, inFrame = false): FastSnapshot | undefined {
+  return reading(bytes, () => readFrame(width, inFrame));
+}
+
+const EMPTY = new Uint8Array(0);
+const EMPTY_VIEW = new DataView(EMPTY.buffer);
+/** What smallField returns for a field that is not one. */
+const REFUSED = Symbol('refused');
+
+/** Runs `read` over `bytes` as the reader's frame; undefined if it throws (a small field the ordinary decoder refused: it will say why). */
+function reading<T>(bytes: Uint8Array, read: () => T | undefined): T | undefined {
   src = bytes;
   view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   pos = 0;
   end = bytes.length;
   try {
-    return readFrame(width, inFrame);
+    return read();
   } catch {
-    // A small field the ordinary decoder refused: it will say why.
     return undefined;
   } finally {
     src = EMPTY;
@@ -144,18 +153,34 @@ export function readSnapshotRows(bytes: Uint8Array, width: number, inFrame = fal
   }
 }
 
-const EMPTY = new Uint8Array(0);
-const EMPTY_VIEW = new DataView(EMPTY.buffer);
+/** Reads the frame's map header (fixmap or map16): its entry count, or -1. */
+function frameMapHeader(): number {
+  if (end === 0) return -1;
+  const b = src[pos++]!;
+  if (b >= 0x80 && b <= 0x8f) return b & 0x0f;
+  if (b === 0xde && end >= 3) {
+    pos = 3;
+    return (src[1]! << 8) | src[2]!;
+  }
+  return -1;
+}
+
+/**
+ * Decodes a small field of the frame (t, tick, time, results, world...) with the ordinary decoder, checks
+ * included; REFUSED if it is not a well-formed value. The field sits one level below the frame's map, so it
+ * may nest one level less than a whole frame.
+ */
+function smallField(): unknown {
+  const start = pos;
+  if (!skipValue(1)) return REFUSED;
+  const field = src.subarray(start, pos);
+  if (checkFrame(field, LIMITS.maxDepth - 1) !== undefined) return REFUSED;
+  return decode(field);
+}
 
 function readFrame(width: number, inFrame: boolean): FastSnapshot | undefined {
-  if (end === 0) return undefined;
-  const b = src[pos++]!;
-  let entries: number;
-  if (b >= 0x80 && b <= 0x8f) entries = b & 0x0f;
-  else if (b === 0xde && end >= 3) {
-    entries = (src[1]! << 8) | src[2]!;
-    pos = 3;
-  } else return undefined;
+  const entries = frameMapHeader();
+  if (entries < 0) return undefined;
   const fields: Record<string, unknown> = {};
   let rows: PackedRows | undefined;
   for (let e = 0; e < entries; e++) {
@@ -167,13 +192,9 @@ function readFrame(width: number, inFrame: boolean): FastSnapshot | undefined {
       if (rows === undefined) return undefined;
       continue;
     }
-    const start = pos;
-    if (!skipValue(1)) return undefined;
-    // Small fields (t, tick, time, results, world...): the ordinary decoder, checks included. The
-    // field sits one level below the frame's map, so it may nest one level less than a whole frame.
-    const field = src.subarray(start, pos);
-    if (checkFrame(field, LIMITS.maxDepth - 1) !== undefined) return undefined;
-    fields[key] = decode(field);
+    const value = smallField();
+    if (value === REFUSED) return undefined;
+    fields[key] = value;
   }
   if (pos !== end || rows === undefined || fields['t'] !== 'snapshot') return undefined;
   return { fields, rows };
@@ -193,29 +214,12 @@ export interface SplitFrame {
  * else (no such list, a key twice, a map32, bytes that do not add up): the caller decodes the ordinary way.
  */
 export function splitFrameList(bytes: Uint8Array, key: string, per: number): SplitFrame | undefined {
-  src = bytes;
-  view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  pos = 0;
-  end = bytes.length;
-  try {
-    return split(key, per);
-  } catch {
-    return undefined;
-  } finally {
-    src = EMPTY;
-    view = EMPTY_VIEW;
-  }
+  return reading(bytes, () => split(key, per));
 }
 
 function split(list: string, per: number): SplitFrame | undefined {
-  if (end === 0) return undefined;
-  const b = src[pos++]!;
-  let entries: number;
-  if (b >= 0x80 && b <= 0x8f) entries = b & 0x0f;
-  else if (b === 0xde && end >= 3) {
-    entries = (src[1]! << 8) | src[2]!;
-    pos = 3;
-  } else return undefined;
+  const entries = frameMapHeader();
+  if (entries < 0) return undefined;
   const fields: Record<string, unknown> = {};
   const parts: Array<{ count: number; bytes: Uint8Array }> = [];
   let found = false;
@@ -235,11 +239,9 @@ function split(list: string, per: number): SplitFrame | undefined {
       }
       continue;
     }
-    const start = pos;
-    if (!skipValue(1)) return undefined;
-    const field = src.subarray(start, pos);
-    if (checkFrame(field, LIMITS.maxDepth - 1) !== undefined) return undefined;
-    fields[key] = decode(field);
+    const value = smallField();
+    if (value === REFUSED) return undefined;
+    fields[key] = value;
   }
   if (pos !== end || !found) return undefined;
   return { fields, parts };
