@@ -62,6 +62,34 @@ describe('checkpoint cadence', () => {
     expect(dueTicks(new RecoveryJournal(1, 0, 1), 3, 1, 1000)).toEqual([1, 2, 3]);
   });
 
+  it('sessions that start together checkpoint on different ticks of the worker', () => {
+    // Four sessions spawned on one worker and ticked together at 20 Hz: the first checkpoints 2 s after its first
+    // tick, the others earlier by a phase within the first second; from then on each keeps its phase.
+    const journal = new RecoveryJournal(1, 2000, 20);
+    const names = ['a', 'b', 'c', 'd'];
+    for (const session of names) journal.record(0, { t: 'spawn', session, fields: null, agents: packSpawnOrders([]) });
+    const due = new Map<string, number[]>(names.map((n) => [n, []]));
+    for (let n = 1; n <= 130; n++) {
+      for (const session of names) {
+        const order = { ...tick(n, 0.05), session };
+        if (!journal.record(0, order)) continue;
+        due.get(session)!.push(n);
+        journal.requested(0, session, 1000 * n + names.indexOf(session), order.time);
+        journal.checkpointed(0, session, { t: 'checkpointed', req: 1000 * n + names.indexOf(session), agents: 1, bytes: new Uint8Array(1000), ms: 0 });
+      }
+    }
+    const firsts = names.map((n) => due.get(n)![0]!);
+    expect(firsts[0]).toBe(41);
+    expect(new Set(firsts).size).toBe(4);
+    for (const f of firsts) expect(f).toBeGreaterThan(20);
+    for (const n of names) {
+      const ticks = due.get(n)!;
+      expect(ticks.length).toBeGreaterThanOrEqual(3);
+      // 2 s at 20 Hz; 0.05 is not exact in binary, so the session time may reach 2 s one tick later.
+      for (let i = 1; i < ticks.length; i++) expect([40, 41]).toContain(ticks[i]! - ticks[i - 1]!);
+    }
+  });
+
   it('after a reload, the next tick takes one', () => {
     const journal = new RecoveryJournal(1, 2000, 20);
     expect(dueTicks(journal, 5, 1, 1000)).toEqual([3]);

@@ -27,6 +27,8 @@ interface SessionLog {
    * next tick (after a reload or a replay); NaN: a new session, whose clock starts at its first tick.
    */
   requestedAt: number;
+  /** How much earlier than `everyMs` after its first tick the session's first checkpoint is due (ms, < everyMs / 2). */
+  phaseMs: number;
   /** The checkpoint on its way: its request id and how many of `orders` it covers. */
   inflight: { req: number; covers: number } | null;
   /** Agents whose plugin kills the worker: stopped with E_PLUGIN at the tick order `req` in every replay. */
@@ -54,6 +56,8 @@ export class RecoveryJournal {
   private checkpoints = 0;
   private packMs = 0;
   private readonly packTimes: number[] = [];
+  /** Per worker: sessions whose log it opened so far (the phase of each new session's checkpoints, `phaseMs`). */
+  private readonly opened: number[];
 
   /**
    * @param frames told of every snapshot frame a logged tick order keeps (hold) and of those a checkpoint lets go
@@ -62,6 +66,7 @@ export class RecoveryJournal {
    */
   constructor(hostCount: number, everyMs: number, minTicks = DEFAULT_CHECKPOINT_TICKS, private readonly frames: FrameHolds | null = null) {
     this.hosts = Array.from({ length: hostCount }, () => new Map());
+    this.opened = Array.from({ length: hostCount }, () => 0);
     this.everyMs = everyMs;
     this.minTicks = minTicks;
   }
@@ -83,7 +88,7 @@ export class RecoveryJournal {
       case 'spawn': {
         let log = logs.get(msg.session);
         if (log === undefined) {
-          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, loggedBytes: 0, requestedAt: Number.NaN, inflight: null, stops: [] };
+          log = { fields: msg.fields, checkpoint: null, orders: [], ticks: 0, loggedBytes: 0, requestedAt: Number.NaN, phaseMs: this.phaseMs(host), inflight: null, stops: [] };
           logs.set(msg.session, log);
         }
         log.orders.push(msg);
@@ -94,7 +99,7 @@ export class RecoveryJournal {
         return false;
       case 'restore':
         // A session imported from another instance (durable sessions): its agents start from this checkpoint.
-        logs.set(msg.session, { fields: msg.fields, checkpoint: { agents: msg.count ?? 0, bytes: msg.bytes }, orders: [], ticks: 0, loggedBytes: 0, requestedAt: -Infinity, inflight: null, stops: [] });
+        logs.set(msg.session, { fields: msg.fields, checkpoint: { agents: msg.count ?? 0, bytes: msg.bytes }, orders: [], ticks: 0, loggedBytes: 0, requestedAt: -Infinity, phaseMs: 0, inflight: null, stops: [] });
         return false;
       case 'drop':
         logs.delete(msg.session);
@@ -111,7 +116,9 @@ export class RecoveryJournal {
         // A new session's first checkpoint is due `everyMs` of session time after its first tick, not on it: a game
         // server that spawns its agents and ticks at once would pay for packing them all right then, and so would
         // every other session on the worker (docs/capacity.md, "Bursts"). Until then a crash replays the spawns.
-        if (Number.isNaN(log.requestedAt)) log.requestedAt = msg.time;
+        // Sessions that start together (a burst) are spread over the first half of that window (phaseMs), so that
+        // their checkpoints, every `everyMs` from then on, do not all fall on one tick of the worker.
+        if (Number.isNaN(log.requestedAt)) log.requestedAt = msg.time - log.phaseMs / 1000;
         if (log.ticks >= MAX_LOGGED_TICKS) return true;
         if (Math.abs(msg.time - log.requestedAt) * 1000 < this.everyMs) return false;
         return log.checkpoint === null || log.requestedAt === -Infinity || log.ticks >= this.minTicks || log.loggedBytes >= log.checkpoint.bytes.length;
@@ -119,6 +126,17 @@ export class RecoveryJournal {
       default:
         return false; // inspector requests change no agent
     }
+  }
+
+  /**
+   * The checkpoint phase of the next session worker `host` opens: 0 for the first, then spread over [0, everyMs / 2)
+   * by the golden ratio (each new one lands in the largest gap left), so sessions that start together checkpoint on
+   * different ticks — at 20 Hz and 2 s, four sessions 0, 12, 5 and 17 ticks apart.
+   */
+  private phaseMs(host: number): number {
+    const k = this.opened[host]!++;
+    const golden = 0.6180339887498949;
+    return ((k * golden) % 1) * (this.everyMs / 2);
   }
 
   /**
