@@ -9,6 +9,16 @@ const TICK_REQ = 3; // crash recovery: the tick order being run, and the slot of
 const AGENT_SLOT = 4;
 const SLOTS = 5;
 
+/**
+ * The start value of a number field that later holds fractions (times, sums of ms). V8 keeps a field that starts
+ * as a small integer (0) as an integer field; the first fraction stored turns it into a double field, which
+ * deprecates the object's hidden class — and every optimized function that embeds the object (this watch and the
+ * recovery journal are reached from `PoolRouter.spawn`, `despawn` and `tick` through `post`) is thrown away as
+ * "dependent prototype chain changed". That happened when the first game servers' sessions arrived (the watchdog's
+ * first look, the first checkpoint), right after the warm-up had optimized them. -0 is a double: no change later.
+ */
+export const DOUBLE_FIELD_START = -0;
+
 /** A fresh board for one worker: pass `buffer` in workerData, keep a ProgressWatch on the main thread. */
 export function newProgressBuffer(): SharedArrayBuffer {
   return new SharedArrayBuffer(SLOTS * Int32Array.BYTES_PER_ELEMENT);
@@ -68,7 +78,8 @@ export class ProgressWatch {
   /** Messages posted to the worker (every postMessage, requests or not). */
   private posted = 0;
   private lastSteps = -1;
-  private lastMoved = 0;
+  /** A performance.now(): -0, not 0, so the field is a double from the start (DOUBLE_FIELD_START says why). */
+  private lastMoved = DOUBLE_FIELD_START;
 
   constructor(buffer: SharedArrayBuffer) {
     this.cells = new Int32Array(buffer);

@@ -2,6 +2,7 @@
 // the agents' state and every order sent to that worker since. A replacement worker is rebuilt from them, exactly.
 
 import type { FrameHolds } from './frames.js';
+import { DOUBLE_FIELD_START } from './progress.js';
 import type { CheckpointReply, FrameBatch, ResultBatch, RowBatch, TickOrder, ToHost } from './wire.js';
 
 /** Default PoolOptions.checkpointMs. */
@@ -54,7 +55,8 @@ export class RecoveryJournal {
   private readonly minTicks: number;
   /** Checkpoints received, the workers' time spent packing them (ms) and the latest 100 packing times, for figures. */
   private checkpoints = 0;
-  private packMs = 0;
+  /** Fractions of a ms: starts at -0, a double, not 0 (progress.ts, DOUBLE_FIELD_START says why). */
+  private packMs = DOUBLE_FIELD_START;
   private readonly packTimes: number[] = [];
   /** Per worker: sessions whose log it opened so far (the phase of each new session's checkpoints, `phaseMs`). */
   private readonly opened: number[];
@@ -249,7 +251,7 @@ export class RecoveryJournal {
       }
     }
     const sorted = this.packTimes.toSorted((a, b) => a - b);
-    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs, packMedianMs: sorted[Math.floor(sorted.length / 2)] ?? 0 };
+    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs + 0, packMedianMs: sorted[Math.floor(sorted.length / 2)] ?? 0 };
   }
 }
 

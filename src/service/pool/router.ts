@@ -88,12 +88,17 @@ class RouterSession {
       : { host, slot, tree: shard.trees[slot]!, label: shard.labels[slot]!, reload };
   }
 
-  addRoute(id: AgentId, r: Route): void {
-    this.routes.set(id, (r.host << 24) | r.slot);
-    const shard = this.shards[r.host]!;
-    shard.trees[r.slot] = r.tree;
-    shard.labels[r.slot] = r.label;
-    if (r.reload !== undefined) this.reloads.set(id, r.reload);
+  /**
+   * Takes the route's parts, not a `{ host, slot, ... }` object: such a literal shares V8's hidden class with every
+   * other object literal that starts with a `host` key (a log line's `{ host: '127.0.0.1', ... }` made it a string
+   * field at start-up, which threw away the optimized `spawn` and `addRoute` right before the first sessions came).
+   */
+  addRoute(id: AgentId, host: number, slot: number, tree: CompiledTree, label: string, reload: ReloadPolicy | undefined): void {
+    this.routes.set(id, (host << 24) | slot);
+    const shard = this.shards[host]!;
+    shard.trees[slot] = tree;
+    shard.labels[slot] = label;
+    if (reload !== undefined) this.reloads.set(id, reload);
     else this.reloads.delete(id);
     if (typeof id !== 'number' || id < 0) return;
     if (id >= this.fast.length) {
@@ -105,7 +110,7 @@ class RouterSession {
       fast.set(this.fast);
       this.fast = fast;
     }
-    this.fast[id] = (r.host << 24) | r.slot;
+    this.fast[id] = (host << 24) | slot;
   }
 
   /** Where agent `id` lives, packed `host << 24 | slot`, or -1 if it is unknown. The hot path of rows and results. */
@@ -311,7 +316,7 @@ export abstract class PoolRouter implements AgentPool {
       if (host < 0) throw new PoolUsageError('E_INTERNAL', 'no worker is available to host the restored agents');
       const slot = s.shards[host]!.allocate(agent.id, ordinal);
       this.load[host]!++;
-      s.addRoute(agent.id, reload === null ? { host, slot, tree: agent.tree, label: agent.label } : { host, slot, tree: agent.tree, label: agent.label, reload });
+      s.addRoute(agent.id, host, slot, agent.tree, agent.label, reload ?? undefined);
       const list = perHost[host]!;
       while (list.length < slot) list.push(null);
       list[slot] = agent;
@@ -376,7 +381,7 @@ export abstract class PoolRouter implements AgentPool {
       const slot = s.shards[host]!.allocate(id, s.nextOrdinal++);
       this.load[host]!++;
       const label = e.label ?? '';
-      s.addRoute(id, e.reload === undefined ? { host, slot, tree, label } : { host, slot, tree, label, reload: e.reload });
+      s.addRoute(id, host, slot, tree, label, e.reload);
       const own = parts[host]!;
       let part = own[own.length - 1];
       if (part === undefined || part.full) own.push((part = new SpawnBatchBuilder(room)));

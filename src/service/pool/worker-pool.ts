@@ -245,6 +245,11 @@ export class WorkerPool extends PoolRouter {
           return;
         }
         t.isReady = true;
+        // Node caches the worker's loop start time in the Worker object on the first eventLoopUtilization() call,
+        // an integer field turning into a double: that changes the object's hidden class and throws away every
+        // optimized function that embeds it (spawn, despawn, tick through post). Take that first reading now,
+        // before the start-up warm-up optimizes them, not on the first ELU sample after the service listens.
+        t.worker.performance.eventLoopUtilization();
         t.settleReady(null);
         return;
       }
