@@ -68,12 +68,18 @@ async function run(pool: AgentPool, crashAt: Record<number, number>): Promise<De
   return out;
 }
 
+/** The session of `run` on the inline pool: what every crashed run must decide. */
+async function inlineReference(): Promise<Decisions[]> {
+  const inline = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 0 });
+  const reference = await run(inline, {});
+  await inline.close();
+  expect(reference.flatMap((d) => d.errors)).toEqual([]);
+  return reference;
+}
+
 describe('crash recovery (worker pool)', () => {
   it('crashes before the first checkpoint, right after one and between two: the decisions of the inline pool, none lost', async () => {
-    const inline = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 0 });
-    const reference = await run(inline, {});
-    await inline.close();
-    expect(reference.flatMap((d) => d.errors)).toEqual([]);
+    const reference = await inlineReference();
     // checkpointMs 200: a checkpoint every 4 ticks of session time (50 ms a tick).
     const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2, checkpointMs: 200, checkpointTicks: 1 });
     try {
@@ -82,6 +88,31 @@ describe('crash recovery (worker pool)', () => {
       expect(crashed).toEqual(reference);
       const { loggedTicks } = (pool as WorkerPool).recoveryStats();
       expect(loggedTicks).toBeLessThanOrEqual(2 * 5); // per worker, at most the ticks since the latest checkpoint
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('a replacement that goes down again before its restore is done is replaced again: the decisions of the inline pool', async () => {
+    const reference = await inlineReference();
+    let recoveries = 0;
+    // The replacement is stopped from outside as soon as it exists, before it has loaded or replayed anything:
+    // nothing points at an agent, so the same restore is tried again (CI once saw a replacement go down before
+    // the main thread had read the end of its replay, and every agent of that worker was lost).
+    const pool: AgentPool = await createAgentPool({
+      trees: fixture.trees,
+      plugins: fixture.plugins!,
+      workers: 2,
+      checkpointMs: 200,
+      checkpointTicks: 1,
+      onRecovery: () => {
+        if (++recoveries === 1) queueMicrotask(() => void crashWorkerForTests(pool, 1, 'terminate'));
+      },
+    });
+    try {
+      await pool.ready();
+      expect(await run(pool, { 7: 1 })).toEqual(reference);
+      expect(recoveries).toBe(2);
     } finally {
       await pool.close();
     }

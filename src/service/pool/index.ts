@@ -34,10 +34,12 @@ export async function createAgentPool(opts: PoolOptions): Promise<AgentPool> {
 }
 
 /**
- * Test hook: makes worker `worker` of a WorkerPool crash (an uncaught error in the thread) and resolves
- * once its replacement is ready. Not for production code.
+ * Test hook: makes worker `worker` of a WorkerPool crash and resolves once its replacement is ready and, with
+ * recovery, restored. `throw`: an uncaught error in the thread, once it has read the orders posted before;
+ * `terminate`: the thread is stopped from outside at once, wherever it is (an out-of-memory kill, say).
+ * Not for production code.
  */
-export function crashWorkerForTests(pool: AgentPool, worker: number): Promise<void> {
+export function crashWorkerForTests(pool: AgentPool, worker: number, how: 'throw' | 'terminate' = 'throw'): Promise<void> {
   if (!(pool instanceof WorkerPool)) throw new TypeError('crashWorkerForTests: not a worker pool');
-  return pool.crashForTests(worker);
+  return pool.crashForTests(worker, how);
 }

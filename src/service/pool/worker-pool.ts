@@ -129,14 +129,22 @@ export class WorkerPool extends PoolRouter {
     await Promise.all(this.threads.map((t) => t.worker.terminate()));
   }
 
-  /** Test hook: makes worker `i` throw an uncaught error; resolves when its replacement is ready. */
-  crashForTests(i: number): Promise<void> {
+  /** Test hook (crashWorkerForTests): worker `i` dies; resolves when its replacement is ready and, with recovery, restored. */
+  crashForTests(i: number, how: 'throw' | 'terminate'): Promise<void> {
     const t = this.threads[i];
     if (t === undefined) throw new RangeError(`no worker ${i}`);
     const replaced = new Promise<void>((resolve) => this.replaced[i]!.push(resolve));
+    if (how === 'terminate') {
+      void t.worker.terminate();
+      return replaced;
+    }
     t.progress.posting();
     t.worker.postMessage({ t: 'crash' }, []);
     return replaced;
+  }
+
+  private settleReplaced(i: number): void {
+    for (const resolve of this.replaced[i]!.splice(0)) resolve();
   }
 
   /** Recovery figures: agents held in checkpoints and tick orders logged since, over every worker and session. */
@@ -253,7 +261,10 @@ export class WorkerPool extends PoolRouter {
         t.settleReady(null);
         return;
       }
-      if (msg.req === t.replayDone) t.recovering = false;
+      if (msg.req === t.replayDone) {
+        t.recovering = false;
+        this.settleReplaced(i);
+      }
       const p = t.pending.get(msg.req);
       if (p === undefined) return;
       t.pending.delete(msg.req);
@@ -266,7 +277,7 @@ export class WorkerPool extends PoolRouter {
     t.ready.then(
       () => {
         this.up[i] = true;
-        for (const resolve of this.replaced[i]!.splice(0)) resolve();
+        if (!t.recovering) this.settleReplaced(i);
       },
       (err: unknown) => {
         this.up[i] = false;
@@ -295,8 +306,9 @@ export class WorkerPool extends PoolRouter {
 
   /**
    * The worker crashed, exited or stalled. With recovery, a replacement restores its agents and replays the
-   * orders since their checkpoints (recovery.ts); a replacement that goes down before its replay is done, or a
-   * pool without recovery, loses them: its requests fail, its agents are reported lost, a fresh worker starts.
+   * orders since their checkpoints (recovery.ts); a replacement that goes down before its replay is done is
+   * replaced again, at most MAX_RECOVERY_ATTEMPTS times. After that, or in a pool without recovery, they are
+   * lost: its requests fail, its agents are reported lost, a fresh worker starts.
    */
   private onThreadDown(i: number, t: HostThread, err: Error): void {
     if (t.gone) return; // 'error' is followed by 'exit'; a closed pool expects both
@@ -308,13 +320,17 @@ export class WorkerPool extends PoolRouter {
         this.recover(i, t, err, this.journal, 1);
         return;
       }
-      // The replacement went down while replaying: the agent it was ticking in an awaited tick is the culprit.
+      // The replacement went down while replaying. During an awaited tick, the agent it was ticking is the
+      // culprit: it alone is stopped and the replay tried again. With no agent to blame (killed from outside,
+      // out of memory, down between orders), the same replay is tried again. Both within the same bound.
       const at = t.progress.agentAtDeath();
-      const why = /stalled/.test(err.message) ? 'stalled' : 'crashed';
-      const message = `agent stopped: plugin code ${why} its worker thread on every attempt`;
-      if (t.attempts < MAX_RECOVERY_ATTEMPTS && at !== null && t.pending.has(at.req) && this.journal.stopAgent(i, at.req, at.slot, message)) {
-        this.recover(i, t, err, this.journal, t.attempts + 1);
-        return;
+      const blamed = at !== null && t.pending.has(at.req) ? at : null;
+      if (t.attempts < MAX_RECOVERY_ATTEMPTS) {
+        const why = /stalled/.test(err.message) ? 'stalled' : 'crashed';
+        if (blamed === null || this.journal.stopAgent(i, blamed.req, blamed.slot, `agent stopped: plugin code ${why} its worker thread on every attempt`)) {
+          this.recover(i, t, err, this.journal, t.attempts + 1);
+          return;
+        }
       }
     }
     this.up[i] = false;
