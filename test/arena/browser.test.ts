@@ -50,7 +50,8 @@ describe.skipIf(!hasChromium)('arena in the browser (needs /usr/bin/chromium)', 
   const tick = (): Promise<number> => page.evaluate(() => (globalThis as unknown as Win).arena.tick());
 
   it('draws NPCs that move between two screenshots', async () => {
-    await page.waitForFunction(() => (globalThis as unknown as Win).arena.tick() > 0, undefined, { timeout: 20_000 });
+    // The page sets its hook once it has joined the room (a top-level await): until then there is none.
+    await page.waitForFunction(() => ((globalThis as unknown as Partial<Win>).arena?.tick() ?? 0) > 0, undefined, { timeout: 20_000 });
     expect(await page.evaluate(() => (globalThis as unknown as Win).arena.count())).toBe(300);
     const first = await page.locator('canvas').screenshot();
     const t0 = await tick();
