@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { AgentId } from '../src/bt/index.js';
-import { encode, encodeDecisions, parseClientFrame, type SnapshotMessage } from '../src/protocol/index.js';
+import { encode, encodeDecisions, parseClientFrame, parseSnapshotHead, type SnapshotMessage } from '../src/protocol/index.js';
 import { createAgentPool, WorkerPool, type AgentPool, type Decisions } from '../src/service/pool/index.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 
@@ -30,7 +30,10 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '60' },
     workers: { type: 'string', default: '2' },
     json: { type: 'boolean', default: false },
+    /** Rows the main thread does not read (the service's way, ws.ts); --no-unread: the main thread reads them. */
+    unread: { type: 'boolean', default: true },
   },
+  allowNegative: true,
 });
 const int = (name: string, v: string, min = 1): number => {
   const n = Number(v);
@@ -114,10 +117,20 @@ let actions = 0;
 async function round(n: number): Promise<void> {
   await Promise.all(
     games.map(async (g) => {
-      const parsed = parseClientFrame(g.frames[n % FRAMES]!, Number.MAX_SAFE_INTEGER, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
-      if (!parsed.ok || parsed.msg.t !== 'snapshot') throw new Error('frame refused');
-      const msg = parsed.msg as SnapshotMessage;
-      pool.observe(g.name, msg.agents as Parameters<AgentPool['observe']>[1], false);
+      const bytes = g.frames[n % FRAMES]!;
+      const options = { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true } as const;
+      // As the service reads a snapshot (ws.ts): rows left to the workers where the pool can, else read here.
+      const unread = values.unread ? parseSnapshotHead(bytes, Number.MAX_SAFE_INTEGER, options) : undefined;
+      const staging = unread === undefined ? null : pool.stageRows(g.name, bytes, unread.start, unread.count, FIELDS.length);
+      const staged = staging === null ? null : await staging;
+      let rows: Parameters<AgentPool['observe']>[1];
+      if (staged !== null) rows = staged;
+      else {
+        const parsed = parseClientFrame(bytes, Number.MAX_SAFE_INTEGER, options);
+        if (!parsed.ok || parsed.msg.t !== 'snapshot') throw new Error('frame refused');
+        rows = (parsed.msg as SnapshotMessage).agents as Parameters<AgentPool['observe']>[1];
+      }
+      pool.observe(g.name, rows, false);
       const results = g.due[n % g.due.length]!;
       g.due[n % g.due.length] = [];
       if (results.length > 0) pool.results(g.name, results);

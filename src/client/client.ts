@@ -687,8 +687,10 @@ function snapshotMessage(s: SnapshotInput, id: number | undefined): Record<strin
   if (id !== undefined) msg.id = id;
   if (s.time !== undefined) msg.time = s.time;
   if (s.world !== undefined) msg.world = s.world;
-  if (s.agents !== undefined) msg.agents = s.agents instanceof RowWriter ? s.agents.rows() : s.agents;
   if (s.results !== undefined && s.results.length > 0) msg.results = s.results;
   if (s.full !== undefined) msg.full = s.full;
+  // The rows last: the service's workers then read them where they are, without the main thread reading each row
+  // (docs/capacity.md, "rows the main thread never reads"); any order is valid on the wire.
+  if (s.agents !== undefined) msg.agents = s.agents instanceof RowWriter ? s.agents.rows() : s.agents;
   return msg;
 }

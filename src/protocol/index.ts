@@ -34,7 +34,7 @@ export {
 export { LIMITS, PROTOCOL_VERSION } from './limits.js';
 export { parseServerMessage } from './server-messages.js';
 export { HeldDecisions } from './merge.js';
-export { FrameCursor, MAX_VECTOR, Tag, isPackedRows, readSnapshotRows, rowValue, splitFrameList, unpackRows, type ColumnRows, type FastSnapshot, type FrameRows, type PackedRows, type SplitFrame } from './rows.js';
+export { FrameCursor, MAX_VECTOR, Tag, checkFrameRows, isPackedRows, readSnapshotHead, readSnapshotRows, rowValue, splitFrameList, stagedAsFrameRows, unpackRows, type ColumnRows, type FastSnapshot, type FrameRows, type PackedRows, type SplitFrame, type StagedRows, type UnreadSnapshot } from './rows.js';
 export {
   agentIdFromKey,
   type ActionDecision,
@@ -83,8 +83,10 @@ export {
   isAgentId,
   parseClientFrame,
   parseClientMessage,
+  parseSnapshotHead,
   type ParseFailure,
   type ParseOk,
   type ParseOptions,
   type ParseResult,
+  type UnreadRows,
 } from './validate.js';

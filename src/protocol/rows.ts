@@ -57,18 +57,39 @@ export interface FrameRows {
   readonly bytes: Uint8Array;
 }
 
-/** Rows the fast path read: decoded into columns, or checked and left in their frame. */
-export type PackedRows = ColumnRows | FrameRows;
+/**
+ * Positional rows the main thread never read (docs/capacity.md, "rows the main thread never reads"): `count` rows
+ * of `width` values start at byte `start` of `bytes` and end with the frame. The workers holding agents of the
+ * session checked them all (exactly as scanRows would have) and each kept its own agents' rows: `kept[h]` lists
+ * worker h's (slot, offset) pairs, `unknown` counts the rows no worker kept. `version` is the session's routing
+ * version when the workers looked; the pool routes the rows the ordinary way if it moved since.
+ */
+export interface StagedRows {
+  readonly kind: 'staged';
+  readonly count: number;
+  readonly width: number;
+  readonly start: number;
+  readonly bytes: Uint8Array;
+  /** The frame's shared copy the workers read. */
+  readonly frame: Uint8Array;
+  readonly kept: ReadonlyArray<{ readonly host: number; readonly count: number; readonly slots: Int32Array; readonly offsets: Int32Array }>;
+  readonly unknown: number;
+  readonly version: number;
+}
+
+/** Rows the fast path read: decoded into columns, or checked and left in their frame (by this thread or the workers). */
+export type PackedRows = ColumnRows | FrameRows | StagedRows;
 
 export function isPackedRows(value: unknown): value is PackedRows {
   if (typeof value !== 'object' || value === null) return false;
   const kind = (value as { kind?: unknown }).kind;
-  return kind === 'packed' || kind === 'frame';
+  return kind === 'packed' || kind === 'frame' || kind === 'staged';
 }
 
 /** The rows as `[id, ...values]` arrays, as the ordinary path decodes them. */
 export function unpackRows(rows: PackedRows): unknown[][] {
   const out: unknown[][] = [];
+  if (rows.kind === 'staged') return unpackRows(stagedAsFrameRows(rows));
   if (rows.kind === 'frame') {
     const cursor = new FrameCursor();
     cursor.frame(rows.bytes);
@@ -372,20 +393,33 @@ function readRows(width: number): ColumnRows | undefined {
  */
 function scanRows(width: number): FrameRows | undefined {
   const count = listHeader();
-  if (count < 0) return undefined;
-  if (count > LIMITS.maxListLength || count * (width + 1) > end - pos) return undefined;
-  const header = 0x90 + width + 1;
-  if (width + 1 > 15) return undefined;
+  if (count < 0 || !rowsFit(count, width)) return undefined;
   // Sized once: pushing 12,500 ids grew the array a dozen times, half of the main thread's allocation per frame
   // (Array.from({ length }) would fill it first, one more pass).
   // oxlint-disable-next-line unicorn/no-new-array -- a length, every slot is written below before the array is used
   const ids = new Array<AgentId>(count);
   const offsets = new Int32Array(count);
+  if (!scanRowsAt(count, width, ids, offsets)) return undefined;
+  return { kind: 'frame', count, width, ids, offsets, bytes: src };
+}
+
+/** The bounds scanRows checks before the rows: at most the list limit, one byte per value at least, a fixarray per row. */
+function rowsFit(count: number, width: number): boolean {
+  return count <= LIMITS.maxListLength && count * (width + 1) <= end - pos && width + 1 <= 15;
+}
+
+/**
+ * The rows' loop of scanRows, from `pos`: writes row i's id into `ids[i]` and the offset of its first value into
+ * `offsets[i]` (both at least `count` long); false to give up. The one copy of the check: the main thread's
+ * scanRows and the workers' checkFrameRows both run it, so they accept and refuse the same rows.
+ */
+function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32Array): boolean {
+  const header = 0x90 + width + 1;
   const bytes = src;
   const last = end;
   let p = pos;
   for (let i = 0; i < count; i++) {
-    if (p >= last || bytes[p] !== header) return undefined;
+    if (p >= last || bytes[p] !== header) return false;
     p++;
     const first = bytes[p]!;
     if (first <= 0x7f) {
@@ -397,16 +431,16 @@ function scanRows(width: number): FrameRows | undefined {
     } else {
       pos = p;
       const id = readId();
-      if (id === undefined) return undefined;
+      if (id === undefined) return false;
       ids[i] = id;
       p = pos;
     }
     offsets[i] = p;
     for (let k = 0; k < width; k++) {
-      if (p >= last) return undefined;
+      if (p >= last) return false;
       const v = bytes[p]!;
       if (v === 0xcb) {
-        if (p + 9 > last) return undefined;
+        if (p + 9 > last) return false;
         p += 9;
       } else if (v <= 0x7f || v === 0xc0 || v === 0xc3 || v === 0xc2) {
         p++;
@@ -425,23 +459,87 @@ function scanRows(width: number): FrameRows | undefined {
           }
           pos = p;
           const x = readNumber();
-          if (x !== x && !lastWasNaN) return undefined;
+          if (x !== x && !lastWasNaN) return false;
           p = pos;
         }
       } else if ((v >= 0xa0 && v <= 0xbf) || v === 0xd9) {
         pos = p;
-        if (readShortString() === undefined) return undefined;
+        if (readShortString() === undefined) return false;
         p = pos;
       } else {
         pos = p;
         const x = readNumber();
-        if (x !== x && !lastWasNaN) return undefined;
+        if (x !== x && !lastWasNaN) return false;
         p = pos;
       }
     }
   }
   pos = p;
-  return { kind: 'frame', count, width, ids, offsets, bytes };
+  return true;
+}
+
+/**
+ * A snapshot frame whose rows are left unread: the frame's other fields decoded (still to validate), and where its
+ * `count` rows start. Only for frames whose `agents` list is their last field (the rows then end with the frame).
+ */
+export interface UnreadSnapshot {
+  readonly fields: Record<string, unknown>;
+  readonly start: number;
+  readonly count: number;
+}
+
+/**
+ * The frame as readSnapshotRows(bytes, width, true) reads it, but its rows not read: every field before `agents`
+ * decoded and checked, the list's header and bounds checked, the rows left for checkFrameRows (on the threads that
+ * own the agents). Undefined when `agents` is not the frame's last field or anything before it is not as the fast
+ * path wants it: the caller then reads the frame the ordinary way (readSnapshotRows, or the decoder).
+ */
+export function readSnapshotHead(bytes: Uint8Array, width: number): UnreadSnapshot | undefined {
+  return reading(bytes, () => readHead(width));
+}
+
+function readHead(width: number): UnreadSnapshot | undefined {
+  const entries = frameMapHeader();
+  if (entries < 0) return undefined;
+  const fields: Record<string, unknown> = {};
+  for (let e = 0; e < entries; e++) {
+    const key = readShortString();
+    if (key === undefined || key === '__proto__') return undefined;
+    if (key === 'agents') {
+      if (e !== entries - 1) return undefined;
+      const count = listHeader();
+      if (count < 0 || !rowsFit(count, width)) return undefined;
+      if (fields['t'] !== 'snapshot') return undefined;
+      return { fields, start: pos, count };
+    }
+    const value = smallField();
+    if (value === REFUSED || (key === 't' && value !== 'snapshot')) return undefined;
+    fields[key] = value;
+  }
+  return undefined;
+}
+
+/**
+ * Checks `count` rows of `width` values from byte `start` of a frame read by readSnapshotHead, exactly as the fast
+ * path does (the same loop as scanRows), and that they end with the frame: true if they all pass, with row i's id
+ * in `ids[i]` and its values' offset in `offsets[i]` (both grown as needed; reused by the caller from frame to frame).
+ */
+export function checkFrameRows(bytes: Uint8Array, start: number, count: number, width: number, ids: AgentId[], offsets: Int32Array): boolean {
+  if (offsets.length < count) throw new RangeError('checkFrameRows: offsets is shorter than the rows');
+  const passed = reading(bytes, () => {
+    pos = start;
+    return scanRowsAt(count, width, ids, offsets) && pos === end;
+  });
+  return passed === true;
+}
+
+/** Staged rows as FrameRows (the main thread checks them itself: a frame a worker's routing no longer matches). */
+export function stagedAsFrameRows(rows: StagedRows): FrameRows {
+  // oxlint-disable-next-line unicorn/no-new-array -- a length, every slot is written by checkFrameRows
+  const ids = new Array<AgentId>(rows.count);
+  const offsets = new Int32Array(rows.count);
+  if (!checkFrameRows(rows.bytes, rows.start, rows.count, rows.width, ids, offsets)) throw new Error('staged rows that do not pass the check (a bug)');
+  return { kind: 'frame', count: rows.count, width: rows.width, ids, offsets, bytes: rows.bytes };
 }
 
 /**

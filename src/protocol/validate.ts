@@ -4,7 +4,7 @@
 import { ErrorCode, Msg, quote } from './codes.js';
 import { DecodeError, decode } from './codec.js';
 import { LIMITS, PROTOCOL_VERSION } from './limits.js';
-import { readSnapshotRows } from './rows.js';
+import { readSnapshotHead, readSnapshotRows } from './rows.js';
 import {
   agentIdFromKey,
   type ActionResult,
@@ -115,6 +115,32 @@ export function parseClientFrame(bytes: Uint8Array, maxFrameBytes: number, optio
     return fail(ErrorCode.E_PROTOCOL, message);
   }
   return parseClientMessage(value, options);
+}
+
+/** A snapshot whose fields passed validation and whose rows are still unread (parseSnapshotHead). */
+export interface UnreadRows {
+  /** The message as parseClientFrame gives it, `agents` left out. */
+  readonly parsed: ParseOk<SnapshotMessage>;
+  /** Where the rows start in the frame, and how many there are (they end with the frame). */
+  readonly start: number;
+  readonly count: number;
+}
+
+/**
+ * The first half of parseClientFrame with `packRows` for a snapshot whose rows the main thread does not read
+ * (docs/capacity.md): its other fields read and validated, its rows' header checked, the rows themselves left for
+ * the threads owning the agents (checkFrameRows). Undefined for any frame that is not such a snapshot with every
+ * other field valid (agents not the last field, a field wrong, not a snapshot...): the caller parses it with
+ * parseClientFrame. If the rows then fail the check, parseClientFrame gives what it always gave for the frame.
+ */
+export function parseSnapshotHead(bytes: Uint8Array, maxFrameBytes: number, options: ParseOptions): UnreadRows | undefined {
+  const width = options.fieldCount ?? 0;
+  if (options.packRows !== true || width <= 0 || bytes.length > maxFrameBytes || bytes.length === 0 || !isMapHeader(bytes[0]!)) return undefined;
+  const head = readSnapshotHead(bytes, width);
+  if (head === undefined) return undefined;
+  const parsed = parseClientMessage(head.fields, options);
+  if (!parsed.ok || parsed.msg.t !== 'snapshot') return undefined;
+  return { parsed: parsed as ParseOk<SnapshotMessage>, start: head.start, count: head.count };
 }
 
 function isMapHeader(byte: number): boolean {

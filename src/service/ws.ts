@@ -20,6 +20,7 @@ import {
   decodeItems,
   parseClientFrame,
   parseClientMessage,
+  parseSnapshotHead,
   splitFrameList,
   type DecisionsFields,
   type AgentId,
@@ -28,6 +29,8 @@ import {
   type ParseOptions,
   type ParseResult,
   type SnapshotMessage,
+  type StagedRows,
+  type UnreadRows,
 } from '../protocol/index.js';
 import type { LiveConnection, ServiceContext } from './context.js';
 import { fieldWarnings } from './sessions/fieldWarnings.js';
@@ -303,7 +306,31 @@ class Connection implements LiveConnection, SessionOutput {
     const session = this.session;
     if (session === undefined) return this.beforeHello(parseClientFrame(bytes, this.ctx.config.maxFrameBytes));
     if (bytes.length >= SLICED_SPAWN_BYTES && bytes.length <= this.ctx.config.maxFrameBytes && startsAsSpawn(bytes)) return this.spawnFrameInParts(bytes, session);
-    return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, this.parseOptions(session)), bytes);
+    const options = this.parseOptions(session);
+    // A snapshot's rows the main thread does not read: the workers check them and find their agents' rows.
+    const unread = parseSnapshotHead(bytes, this.ctx.config.maxFrameBytes, options);
+    if (unread !== undefined) {
+      const staging = this.ctx.pool.stageRows(session.id, bytes, unread.start, unread.count, options.fieldCount!);
+      if (staging !== null) return this.staged(session, unread, staging, bytes);
+    }
+    return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, options), bytes);
+  }
+
+  /**
+   * A snapshot whose rows went to the workers unread (docs/capacity.md): once they answered, handled as if parsed
+   * here; rows that failed their check, or that a worker could not answer for, are parsed here the ordinary way, so
+   * the client hears exactly what it always heard. Later frames of the connection wait meanwhile, as behind a tick.
+   */
+  private async staged(session: Session, unread: UnreadRows, staging: Promise<StagedRows | null>, bytes: Buffer): Promise<void> {
+    try {
+      const rows = await staging;
+      if (session.ended || !session.isAttachedTo(this)) return; // freed or taken over meanwhile: nobody to answer
+      const parsed: ParseResult =
+        rows === null ? parseClientFrame(bytes, this.ctx.config.maxFrameBytes, this.parseOptions(session)) : { ...unread.parsed, msg: { ...unread.parsed.msg, agents: rows } };
+      await this.handleParsed(session, parsed, bytes);
+    } catch (err) {
+      this.internalError(err);
+    }
   }
 
   private parseOptions(session: Session): ParseOptions {

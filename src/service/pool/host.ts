@@ -4,14 +4,14 @@
 
 import { deserialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
-import { Agent, type AgentFrame, type CompiledTree, type DecisionSink } from '../../bt/index.js';
+import { Agent, type AgentFrame, type AgentId, type CompiledTree, type DecisionSink } from '../../bt/index.js';
 // The engine's one code generation site and its template (generate is not part of the engine's public API).
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
 import { packAgents, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
-import { FrameCursor } from '../../protocol/index.js';
+import { FrameCursor, checkFrameRows } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
-import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type TickOrder, type TickReply, type ToHost } from './wire.js';
+import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type StageOrder, type StageReply, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
@@ -45,6 +45,74 @@ class HostSession {
   readonly writeRow: RowWriter | null;
   /** Reads one row of values from a frame into an observation object (null: the session has no fields). */
   readonly writeFrameRow: FrameRowWriter | null;
+  /**
+   * Agent id → slot, for the rows of snapshot frames this host finds its agents in itself (`stage`): small
+   * non-negative integer ids in `dense` (-1: none), others in `named`. As the router's routes, for this host's agents.
+   */
+  private dense = new Int32Array(0);
+  private readonly named = new Map<AgentId, number>();
+  private size = 0;
+  /**
+   * Row position memo, as the router's: the slot row i named in the last frame (-1: not an agent here), for ids that
+   * miss `dense` (sparse integers, strings). Emptied whenever an agent comes or goes.
+   */
+  private rowIds: AgentId[] = [];
+  private rowSlot = new Int32Array(0);
+
+  addId(id: AgentId, slot: number): void {
+    this.size++;
+    if (this.rowIds.length > 0) this.rowIds = [];
+    // An integer id below dense.length is always in `dense`, never in `named` (a -1 there means: not here).
+    if (typeof id === 'number' && id >= 0 && Number.isInteger(id) && (id < this.dense.length || id < 2 * (this.size + 512))) {
+      if (id >= this.dense.length) this.growDense(id);
+      this.dense[id] = slot;
+      return;
+    }
+    this.named.set(id, slot);
+  }
+
+  private growDense(id: number): void {
+    let n = Math.max(1024, this.dense.length * 2);
+    while (n <= id) n *= 2;
+    const dense = new Int32Array(n).fill(-1);
+    dense.set(this.dense);
+    this.dense = dense;
+    for (const [named, slot] of this.named) {
+      if (typeof named === 'number' && named >= 0 && Number.isInteger(named) && named < n) {
+        dense[named] = slot;
+        this.named.delete(named);
+      }
+    }
+  }
+
+  removeId(id: AgentId): void {
+    this.size--;
+    if (this.rowIds.length > 0) this.rowIds = [];
+    if (typeof id === 'number' && id >= 0 && Number.isInteger(id) && id < this.dense.length) this.dense[id] = -1;
+    else this.named.delete(id);
+  }
+
+  /** The slot of agent `id` here, or -1; `i` is the row's position in its frame (the memo). */
+  slotOfRow(i: number, id: AgentId): number {
+    if (typeof id === 'number') {
+      const dense = this.dense[id];
+      if (dense !== undefined) return dense;
+    }
+    const rowIds = this.rowIds;
+    if (i < rowIds.length && rowIds[i] === id) return this.rowSlot[i]!;
+    const slot = this.named.get(id) ?? -1;
+    if (i <= rowIds.length) {
+      if (i >= this.rowSlot.length) {
+        const grown = new Int32Array(Math.max(1024, this.rowSlot.length * 2));
+        grown.set(this.rowSlot);
+        this.rowSlot = grown;
+      }
+      if (i === rowIds.length) rowIds.push(id);
+      else rowIds[i] = id;
+      this.rowSlot[i] = slot;
+    }
+    return slot;
+  }
 
   constructor(fields: readonly string[] | null) {
     this.fields = fields;
@@ -166,6 +234,8 @@ export class AgentHost {
       case 'restore':
         this.restore(msg.session, msg.fields, msg.bytes);
         return null;
+      case 'stage':
+        return this.stage(msg);
       case 'stop':
         this.sessions.get(msg.session)?.stops.set(msg.slot, msg.message);
         return null;
@@ -207,6 +277,42 @@ export class AgentHost {
     return { t: 'checkpointed', req, agents: count, bytes, ms: performance.now() - started };
   }
 
+  /**
+   * Checks every row of a snapshot frame the main thread did not read, exactly as the protocol's fast path would
+   * (so every host gives the same verdict), and lists the rows of this host's agents: (slot, offset) pairs the
+   * router hands back with the session's next tick. Applies nothing.
+   */
+  private stage(msg: StageOrder): StageReply {
+    const count = msg.count;
+    if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
+    const ok = checkFrameRows(msg.frame, msg.start, count, msg.width, stageIds, stageOffsets);
+    const s = this.sessions.get(msg.session);
+    if (!ok || s === undefined) return { t: 'staged', req: msg.req, ok, count: 0, slots: new Int32Array(0), offsets: new Int32Array(0) };
+    const agents = s.agents;
+    const ids = stageIds;
+    const offsets = stageOffsets;
+    let slots = new Int32Array(Math.min(count, agents.length));
+    let kept = new Int32Array(slots.length);
+    let n = 0;
+    for (let i = 0; i < count; i++) {
+      const slot = s.slotOfRow(i, ids[i]!);
+      if (slot < 0) continue;
+      if (n === slots.length) {
+        // The same agent in several rows (the last one wins when they apply): more rows than agents.
+        const grownSlots = new Int32Array(Math.max(64, n * 2));
+        grownSlots.set(slots);
+        slots = grownSlots;
+        const grownKept = new Int32Array(grownSlots.length);
+        grownKept.set(kept);
+        kept = grownKept;
+      }
+      slots[n] = slot;
+      kept[n] = offsets[i]!;
+      n++;
+    }
+    return { t: 'staged', req: msg.req, ok: true, count: n, slots, offsets: kept };
+  }
+
   /** Crash recovery: rebuilds a session's agents from a checkpoint, in their old slots. */
   private restore(session: string, fields: readonly string[] | null, bytes: Uint8Array): void {
     const s = new HostSession(fields);
@@ -222,6 +328,7 @@ export class AgentHost {
         s.observations.push(null);
       }
       s.agents[slot] = agent;
+      s.addId(agent.id, slot);
       this.progress?.step();
     }
   }
@@ -252,7 +359,10 @@ export class AgentHost {
         s.agents.push(null);
         s.observations.push(null);
       }
+      const before = s.agents[slot];
+      if (before !== null && before !== undefined) s.removeId(before.id);
       s.agents[slot] = agent;
+      s.addId(id, slot);
       s.observations[slot] = null;
       if (every !== 1) lodOf(s).spawned(slot, id, every);
       else s.lod?.spawned(slot, id, 1);
@@ -271,6 +381,7 @@ export class AgentHost {
       s.watched.delete(slot);
       s.restarts.delete(slot);
       s.lod?.freed(slot);
+      s.removeId(agent.id);
       s.agents[slot] = null;
       s.observations[slot] = null;
     }
@@ -507,6 +618,9 @@ function vector(vectors: Float64Array, at: number): number[] {
 }
 
 const cursor = new FrameCursor();
+/** A stage's ids and offsets of every row, reused from frame to frame. */
+const stageIds: AgentId[] = [];
+let stageOffsets = new Int32Array(1024);
 
 /** Reads rows still in their frames into each agent's reused observation object and makes it the agent's `self`. */
 function applyFrameRows(s: HostSession, rows: FrameBatch): void {

@@ -12,7 +12,7 @@ import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
-import { Msg, isAgentId, isPackedRows, type PackedRows } from '../../protocol/index.js';
+import { Msg, isAgentId, isPackedRows, stagedAsFrameRows, type PackedRows, type StagedRows } from '../../protocol/index.js';
 import { LodTable, badEvery } from './lod.js';
 
 /** Where one agent lives: built on demand (the table keeps it packed, see RouterSession.routes). */
@@ -53,6 +53,8 @@ class RouterSession {
    */
   rowIds: AgentId[] = [];
   rowAt = new Int32Array(0);
+  /** Moves whenever a route comes or goes: rows the workers staged against an older version are routed here instead. */
+  version = 0;
   shards: SessionShard[];
   world: unknown = null;
   worldVersion = 0;
@@ -94,6 +96,7 @@ class RouterSession {
    * field at start-up, which threw away the optimized `spawn` and `addRoute` right before the first sessions came).
    */
   addRoute(id: AgentId, host: number, slot: number, tree: CompiledTree, label: string, reload: ReloadPolicy | undefined): void {
+    this.version++;
     this.routes.set(id, (host << 24) | slot);
     const shard = this.shards[host]!;
     shard.trees[slot] = tree;
@@ -140,6 +143,7 @@ class RouterSession {
   }
 
   removeRoute(id: AgentId): void {
+    this.version++;
     if (this.rowIds.length > 0) this.rowIds = [];
     this.routes.delete(id);
     if (this.reloads.size > 0) this.reloads.delete(id);
@@ -204,6 +208,8 @@ export abstract class PoolRouter implements AgentPool {
   protected abstract shareFrame(bytes: Uint8Array): Uint8Array;
   /** Event-loop utilization of a host over the last completed window, 0–1 (elu.ts). */
   protected abstract elu(host: number): number;
+  /** True when the hosts check snapshot rows themselves (`stageRows`): worker threads. The inline pool reads them here. */
+  protected readonly stagesRows: boolean = false;
 
   abstract ready(): Promise<void>;
   abstract close(): Promise<void>;
@@ -458,6 +464,21 @@ export abstract class PoolRouter implements AgentPool {
       if (s.fields === null || agents.width !== s.fields.length) {
         throw new PoolUsageError('E_BAD_FIELD', 'agents: packed rows must have one value per declared field');
       }
+      if (agents.kind === 'staged') {
+        // Routes came or went since the hosts looked: the rows are routed here, as if they had never been staged.
+        if (agents.version !== s.version) return this.observe(session, stagedAsFrameRows(agents), false);
+        // The hosts found their rows: each list goes into its shard as it is (a copy of 8 bytes a row, no row read).
+        for (let k = 0; k < agents.kept.length; k++) {
+          const part = agents.kept[k]!;
+          const shard = shards[part.host]!;
+          const b = shard.startFrame(agents.frame, part.count);
+          b.slots.set(part.slots.subarray(0, part.count), b.count);
+          b.offsets.set(part.offsets.subarray(0, part.count), b.count);
+          b.count += part.count;
+          shard.endFrame();
+        }
+        return { unknown: agents.unknown };
+      }
       const ids = agents.ids;
       if (agents.kind === 'frame') {
         // Rows left in their frame: each goes to its agent's host as (slot, offset); the host decodes the values.
@@ -509,6 +530,45 @@ export abstract class PoolRouter implements AgentPool {
       }
     }
     return { unknown };
+  }
+
+  /**
+   * Rows the main thread does not read (docs/capacity.md): the snapshot frame's `count` rows of `width` values, from
+   * byte `start` to the frame's end, go in shared memory to every host with agents of the session; each checks them
+   * all as the protocol's fast path does and lists its own agents' rows. Resolves with the rows for `observe` when
+   * every host passed them, or null when they failed the check (every host gives the same verdict) or a host could
+   * not answer: the caller then reads the frame the ordinary way (parseClientFrame), which gives what it always gave.
+   * Returns null at once where this path does not apply: the inline pool, a host of the session down, no host
+   * holding agents of it, rows of another width than the session's fields.
+   */
+  stageRows(session: string, bytes: Uint8Array, start: number, count: number, width: number): Promise<StagedRows | null> | null {
+    if (!this.stagesRows) return null;
+    const s = this.sessions.get(session);
+    if (s === undefined || s.fields === null || s.fields.length !== width) return null;
+    const hosts: number[] = [];
+    for (let h = 0; h < this.hostCount; h++) {
+      if (s.shards[h]!.count === 0) continue;
+      if (!this.up[h]) return null;
+      hosts.push(h);
+    }
+    if (hosts.length === 0) return null;
+    const frame = this.shareFrame(bytes);
+    const version = s.version;
+    const replies = hosts.map((h) => this.request(h, { t: 'stage', req: this.nextReq++, session, frame, start, count, width }, []));
+    return Promise.all(replies).then(
+      (answers) => {
+        const kept: Array<StagedRows['kept'][number]> = [];
+        let known = 0;
+        for (let k = 0; k < answers.length; k++) {
+          const a = answers[k]!;
+          if (a.t !== 'staged' || !a.ok) return null;
+          known += a.count;
+          if (a.count > 0) kept.push({ host: hosts[k]!, count: a.count, slots: a.slots, offsets: a.offsets });
+        }
+        return { kind: 'staged', count, width, start, bytes, frame, kept, unknown: count - known, version };
+      },
+      () => null,
+    );
   }
 
   setWorld(session: string, world: unknown): void {
@@ -744,6 +804,7 @@ export abstract class PoolRouter implements AgentPool {
         lost++;
       }
       s.shards[host] = new SessionShard(s.fields?.length ?? 0);
+      s.version++;
     }
     this.load[host] = 0;
     return lost;

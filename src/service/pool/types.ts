@@ -2,7 +2,7 @@
 // (one Decisions per session tick). Both pools, inline and worker threads, implement AgentPool.
 
 import type { AgentFrame, AgentId, AgentInspection, WatchedFrame, WhyReport } from '../../bt/index.js';
-import type { PackedRows } from '../../protocol/index.js';
+import type { PackedRows, StagedRows } from '../../protocol/index.js';
 import type { TreeLibrary } from '../../bt/library.js';
 
 /** One agent to create (the protocol's `spawn` entry). `bb` holds declared keys only. */
@@ -220,6 +220,13 @@ export interface AgentPool {
     agents: ReadonlyArray<readonly unknown[]> | Readonly<Record<string, Record<string, unknown>>> | PackedRows,
     full: boolean,
   ): { unknown: number };
+  /**
+   * Rows the main thread does not read: the workers holding agents of the session check a snapshot frame's rows
+   * (`count` rows of `width` values from byte `start` to the frame's end) and find their own agents' rows. Resolves
+   * with rows for `observe`, or null (rows that fail the check, a worker that could not answer): read the frame the
+   * ordinary way then. Null at once where the pool reads rows itself (the inline pool; a worker of the session down).
+   */
+  stageRows(session: string, bytes: Uint8Array, start: number, count: number, width: number): Promise<StagedRows | null> | null;
   /** Replaces the session's shared world state (sent to workers with the next tick). */
   setWorld(session: string, world: unknown): void;
   /**

@@ -87,7 +87,33 @@ export type ToHost =
   | InspectorOrder
   | CheckpointOrder
   | RestoreOrder
+  | StageOrder
   | { t: 'stop'; session: string; slot: number; message: string };
+
+/**
+ * Rows the main thread did not read (docs/capacity.md): check all `count` rows of the shared `frame` from byte
+ * `start` as the protocol's fast path does, and answer which of them are this host's agents'. Changes nothing on
+ * the host (not logged for crash recovery): the rows come back with the next tick order as (slot, offset) pairs.
+ */
+export interface StageOrder {
+  t: 'stage';
+  req: number;
+  session: string;
+  frame: Uint8Array;
+  start: number;
+  count: number;
+  width: number;
+}
+
+/** The answer to a StageOrder: whether every row passed the check; if so, this host's rows (`count` pairs, transferred). */
+export interface StageReply {
+  t: 'staged';
+  req: number;
+  ok: boolean;
+  count: number;
+  slots: Int32Array;
+  offsets: Int32Array;
+}
 
 /** Crash recovery (recovery.ts): export the session's agents on this host and its world, between two ticks. */
 export interface CheckpointOrder {
@@ -161,6 +187,7 @@ export type FromHost =
   | { t: 'why'; req: number; report: WhyReport | null }
   | { t: 'forced'; req: number; ok: boolean }
   | { t: 'failed'; req: number; message: string }
+  | StageReply
   | CheckpointReply;
 
 /** Worker → router, once, after loading (not sent by the inline host). */

@@ -74,6 +74,7 @@ class HostThread {
 /** The pool over worker threads; see AgentPool. Build it with createAgentPool({ workers: n }). */
 export class WorkerPool extends PoolRouter {
   readonly workerCount: number;
+  protected override readonly stagesRows = true;
   private readonly options: PoolOptions;
   private readonly threads: HostThread[];
   private readonly started: Promise<void>;
@@ -162,7 +163,8 @@ export class WorkerPool extends PoolRouter {
   protected request(host: number, msg: HostRequest, transfer: ArrayBuffer[]): Promise<FromHost> {
     const t = this.threads[host]!;
     if (t.gone) return Promise.reject(new Error(`worker ${host} is down`));
-    const due = this.journal?.record(host, msg) ?? false;
+    // A stage order changes nothing on the worker (its rows come back with the tick order, which is logged).
+    const due = msg.t === 'stage' ? false : (this.journal?.record(host, msg) ?? false);
     // The frames of a tick order are held until the worker answers it (it reads them before ticking), whether by
     // this worker or, after a crash, by its replacement (the journal holds them meanwhile).
     const frames = msg.t === 'tick' && msg.frameRows !== null && msg.frameRows.frames.length > 0 ? msg.frameRows.frames.slice() : null;

@@ -56,6 +56,10 @@ if (!loaded.ok) {
       return;
     }
     if (reply === null) return;
+    if (reply.t === 'staged') {
+      port.postMessage(reply, [reply.slots.buffer as ArrayBuffer, reply.offsets.buffer as ArrayBuffer]);
+      return;
+    }
     port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions, reply.frameRows) : []);
   };
   const slices = new SpawnSlicer(run, () => board.end());
