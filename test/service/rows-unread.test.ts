@@ -179,23 +179,25 @@ describe('rows the main thread never reads', () => {
   });
 
   // Random frames against a random population: the property the design rests on.
+  // Mostly what the workers take; now and then what only the ordinary path reads (the whole frame then goes that way).
   const idOf = fc.oneof(
-    fc.integer({ min: 0, max: 40 }),
-    fc.integer({ min: 0, max: 40 }).map((i) => 1_000_000 * i + i),
-    fc.integer({ min: 0, max: 40 }).map((i) => `a-${i}`),
-    fc.constantFrom(-5, 2 ** 40, 0.5, '', 'ghost', 'ünï'),
+    { weight: 12, arbitrary: fc.integer({ min: 0, max: 40 }) },
+    { weight: 12, arbitrary: fc.integer({ min: 0, max: 40 }).map((i) => 1_000_000 * i + i) },
+    { weight: 12, arbitrary: fc.integer({ min: 0, max: 40 }).map((i) => `a-${i}`) },
+    { weight: 3, arbitrary: fc.constantFrom(-5, 2 ** 40, 'ghost') },
+    { weight: 1, arbitrary: fc.constantFrom(0.5, '', 'ünï') },
   );
   const number = fc.oneof(fc.integer({ min: -300, max: 300 }), fc.double({ noNaN: true }), fc.integer({ min: -(2 ** 40), max: 2 ** 40 }));
   const value = fc.oneof(
-    { weight: 5, arbitrary: number },
-    fc.boolean(),
-    fc.constant(null),
-    fc.stringMatching(/^[a-z]{0,6}$/),
-    fc.array(number, { maxLength: 3 }),
-    fc.constantFrom<unknown>('ünï', { x: 1 }, [1, 'a'], Array.from({ length: 16 }, (_, k) => k)),
+    { weight: 20, arbitrary: number },
+    { weight: 4, arbitrary: fc.boolean() },
+    { weight: 4, arbitrary: fc.constant(null) },
+    { weight: 4, arbitrary: fc.stringMatching(/^[a-z]{0,6}$/) },
+    { weight: 4, arbitrary: fc.array(number, { maxLength: 3 }) },
+    { weight: 1, arbitrary: fc.constantFrom<unknown>('ünï', { x: 1 }, [1, 'a'], Array.from({ length: 16 }, (_, k) => k)) },
   );
   const rowOf = fc.oneof(
-    { weight: 12, arbitrary: fc.tuple(idOf, fc.tuple(number, fc.boolean(), value, value)).map(([id, vals]) => [id, ...vals]) },
+    { weight: 60, arbitrary: fc.tuple(idOf, fc.tuple(number, fc.boolean(), value, value)).map(([id, vals]) => [id, ...vals]) },
     fc.tuple(idOf, fc.array(value, { maxLength: 6 })).map(([id, vals]) => [id, ...vals]),
   );
   const frameOf = fc.record({
@@ -206,10 +208,9 @@ describe('rows the main thread never reads', () => {
 
   it('property: any frames, any ids: the same parse, counts and decisions as the inline pool', async () => {
     let staged = 0;
-    let runs = 0;
+    let frameCount = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(frameOf, { minLength: 1, maxLength: 4 }), fc.integer({ min: 0, max: 2 }), async (frames, style) => {
-        runs++;
         const ids: AgentId[] = Array.from({ length: 30 }, (_, i) => (style === 0 ? i : style === 1 ? 1_000_000 * i + i : `a-${i}`));
         const s = open(ids);
         for (const [n, f] of frames.entries()) {
@@ -217,6 +218,7 @@ describe('rows the main thread never reads', () => {
           if (f.corrupt >= 0 && bytes.length > 20) bytes[20 + (f.corrupt % (bytes.length - 20))] = 0xc1;
           const old = parseClientFrame(bytes, MAX, OPTIONS);
           const viaWorkers = await serviceParse(workers, s, bytes);
+          frameCount++;
           if (viaWorkers.staged) staged++;
           expect(withoutRows(viaWorkers.parsed)).toEqual(withoutRows(old));
           expect(apply(workers, s, viaWorkers.parsed)).toEqual(apply(inline, s, old));
@@ -228,6 +230,6 @@ describe('rows the main thread never reads', () => {
       { numRuns: 60 },
     );
     // The comparison means something only if the workers took a fair share of the frames.
-    expect(staged).toBeGreaterThan(runs / 2);
+    expect(staged).toBeGreaterThan(frameCount / 4);
   });
 });

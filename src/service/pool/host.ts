@@ -286,6 +286,7 @@ export class AgentHost {
     const count = msg.count;
     if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
     const ok = checkFrameRows(msg.frame, msg.start, count, msg.width, stageIds, stageOffsets);
+    if (ok && msg.routes !== undefined) return stageAll(msg, msg.routes, msg.hosts ?? 1);
     const s = this.sessions.get(msg.session);
     if (!ok || s === undefined) return { t: 'staged', req: msg.req, ok, count: 0, slots: new Int32Array(0), offsets: new Int32Array(0) };
     const agents = s.agents;
@@ -618,6 +619,42 @@ function vector(vectors: Float64Array, at: number): number[] {
 }
 
 const cursor = new FrameCursor();
+/**
+ * The rows of every host, for a stage whose session routes every agent in `routes` (the router's table of small
+ * integer ids, in shared memory): any id not in it names no agent. The rows were checked (stageIds, stageOffsets).
+ */
+function stageAll(msg: StageOrder, routes: Int32Array, hosts: number): StageReply {
+  const count = msg.count;
+  const ids = stageIds;
+  const offsets = stageOffsets;
+  const counts = new Int32Array(hosts);
+  const at = new Int32Array(count);
+  // Two passes: where each row goes, then each host's lists sized exactly.
+  for (let i = 0; i < count; i++) {
+    const id = ids[i]!;
+    const packed = typeof id === 'number' ? (routes[id] ?? -1) : -1;
+    at[i] = packed;
+    if (packed >= 0) counts[packed >>> 24]!++;
+  }
+  const parts: Array<[number, number, Int32Array, Int32Array]> = [];
+  const byHost: Array<[number, number, Int32Array, Int32Array] | undefined> = [];
+  for (let h = 0; h < hosts; h++) {
+    if (counts[h] === 0) continue;
+    const part: [number, number, Int32Array, Int32Array] = [h, 0, new Int32Array(counts[h]!), new Int32Array(counts[h]!)];
+    parts.push(part);
+    byHost[h] = part;
+  }
+  for (let i = 0; i < count; i++) {
+    const packed = at[i]!;
+    if (packed < 0) continue;
+    const part = byHost[packed >>> 24]!;
+    const j = part[1]++;
+    part[2][j] = packed & 0xffffff;
+    part[3][j] = offsets[i]!;
+  }
+  return { t: 'staged', req: msg.req, ok: true, count: 0, slots: new Int32Array(0), offsets: new Int32Array(0), parts };
+}
+
 /** A stage's ids and offsets of every row, reused from frame to frame. */
 const stageIds: AgentId[] = [];
 let stageOffsets = new Int32Array(1024);

@@ -9,7 +9,7 @@ import { SessionShard } from './shard.js';
 import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
 import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, WorkerStats } from './types.js';
 import type { TreeLibrary } from '../../bt/library.js';
-import { transferList, type FromHost, type HostRequest, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
+import { transferList, type FromHost, type HostRequest, type StageOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isAgentId, isPackedRows, stagedAsFrameRows, type PackedRows, type StagedRows } from '../../protocol/index.js';
@@ -43,7 +43,12 @@ class RouterSession {
    * -1 when not cached: the rows hot path reads 4 contiguous bytes instead of a Map entry and a Route object.
    * `routes` stays the truth; a miss here falls back to it.
    */
-  fast = new Int32Array(0);
+  fast: Int32Array<ArrayBufferLike> = new Int32Array(new SharedArrayBuffer(0));
+  /**
+   * Routes held in `fast`. When that is every route, `fast` alone says where any id lives, and one worker can find
+   * every worker's rows of a frame (`stageRows`): so `fast` lives in shared memory, read by that worker.
+   */
+  denseRoutes = 0;
   /**
    * Where the rows of the last snapshots found their agents, by row position: game servers list their agents in
    * the same order tick after tick, so row i names the same agent as last time, and one comparison (of numbers,
@@ -55,6 +60,8 @@ class RouterSession {
   rowAt = new Int32Array(0);
   /** Moves whenever a route comes or goes: rows the workers staged against an older version are routed here instead. */
   version = 0;
+  /** Which worker checks the session's next frame alone (`stageRows`, dense ids): they take turns. */
+  nextScanner = 0;
   shards: SessionShard[];
   world: unknown = null;
   worldVersion = 0;
@@ -109,10 +116,11 @@ class RouterSession {
       if (id >= 2 * (this.routes.size + 512)) return;
       let n = Math.max(1024, this.fast.length * 2);
       while (n <= id) n *= 2;
-      const fast = new Int32Array(n).fill(-1);
+      const fast = new Int32Array(new SharedArrayBuffer(4 * n)).fill(-1);
       fast.set(this.fast);
       this.fast = fast;
     }
+    if (this.fast[id]! < 0) this.denseRoutes++;
     this.fast[id] = (host << 24) | slot;
   }
 
@@ -147,7 +155,10 @@ class RouterSession {
     if (this.rowIds.length > 0) this.rowIds = [];
     this.routes.delete(id);
     if (this.reloads.size > 0) this.reloads.delete(id);
-    if (typeof id === 'number' && id >= 0 && id < this.fast.length) this.fast[id] = -1;
+    if (typeof id === 'number' && id >= 0 && id < this.fast.length && this.fast[id]! >= 0) {
+      this.fast[id] = -1;
+      this.denseRoutes--;
+    }
   }
 }
 
@@ -554,6 +565,25 @@ export abstract class PoolRouter implements AgentPool {
     if (hosts.length === 0) return null;
     const frame = this.shareFrame(bytes);
     const version = s.version;
+    if (hosts.length > 1 && s.denseRoutes === s.routes.size) {
+      // Every id routed is a small integer in `fast` (shared memory): one worker checks the rows and finds every
+      // worker's, in turn, instead of each worker scanning every row.
+      const scanner = hosts[s.nextScanner++ % hosts.length]!;
+      const order: StageOrder = { t: 'stage', req: this.nextReq++, session, frame, start, count, width, routes: s.fast, hosts: this.hostCount };
+      return this.request(scanner, order, []).then(
+        (a) => {
+          if (a.t !== 'staged' || !a.ok || a.parts === undefined) return null;
+          const kept: Array<StagedRows['kept'][number]> = [];
+          let known = 0;
+          for (const [host, n, slots, offsets] of a.parts) {
+            known += n;
+            kept.push({ host, count: n, slots, offsets });
+          }
+          return { kind: 'staged', count, width, start, bytes, frame, kept, unknown: count - known, version };
+        },
+        () => null,
+      );
+    }
     const replies = hosts.map((h) => this.request(h, { t: 'stage', req: this.nextReq++, session, frame, start, count, width }, []));
     return Promise.all(replies).then(
       (answers) => {

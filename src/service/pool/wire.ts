@@ -103,6 +103,13 @@ export interface StageOrder {
   start: number;
   count: number;
   width: number;
+  /**
+   * When present: every agent of the session is routed in this table (id → `host << 24 | slot`, -1: none; shared
+   * memory, the router's), and this host finds the rows of every host (`parts` of the reply), not only its own.
+   */
+  routes?: Int32Array;
+  /** Hosts of the pool (with `routes`). */
+  hosts?: number;
 }
 
 /** The answer to a StageOrder: whether every row passed the check; if so, this host's rows (`count` pairs, transferred). */
@@ -113,6 +120,8 @@ export interface StageReply {
   count: number;
   slots: Int32Array;
   offsets: Int32Array;
+  /** For a StageOrder with `routes`: each host's rows, [host, count, slots, offsets] (hosts with none left out). */
+  parts?: Array<[number, number, Int32Array, Int32Array]>;
 }
 
 /** Crash recovery (recovery.ts): export the session's agents on this host and its world, between two ticks. */

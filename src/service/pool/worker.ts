@@ -57,7 +57,9 @@ if (!loaded.ok) {
     }
     if (reply === null) return;
     if (reply.t === 'staged') {
-      port.postMessage(reply, [reply.slots.buffer as ArrayBuffer, reply.offsets.buffer as ArrayBuffer]);
+      const transfer = [reply.slots.buffer as ArrayBuffer, reply.offsets.buffer as ArrayBuffer];
+      if (reply.parts !== undefined) for (const part of reply.parts) transfer.push(part[2].buffer as ArrayBuffer, part[3].buffer as ArrayBuffer);
+      port.postMessage(reply, transfer);
       return;
     }
     port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions, reply.frameRows) : []);
