@@ -628,7 +628,8 @@ function stageAll(msg: StageOrder, routes: Int32Array, hosts: number): StageRepl
   const ids = stageIds;
   const offsets = stageOffsets;
   const counts = new Int32Array(hosts);
-  const at = new Int32Array(count);
+  if (stageAt.length < count) stageAt = new Int32Array(Math.max(count, stageAt.length * 2));
+  const at = stageAt;
   // Two passes: where each row goes, then each host's lists sized exactly.
   for (let i = 0; i < count; i++) {
     const id = ids[i]!;
@@ -655,9 +656,10 @@ function stageAll(msg: StageOrder, routes: Int32Array, hosts: number): StageRepl
   return { t: 'staged', req: msg.req, ok: true, count: 0, slots: new Int32Array(0), offsets: new Int32Array(0), parts };
 }
 
-/** A stage's ids and offsets of every row, reused from frame to frame. */
+/** A stage's ids and offsets of every row, and where each row goes (stageAll), reused from frame to frame. */
 const stageIds: AgentId[] = [];
 let stageOffsets = new Int32Array(1024);
+let stageAt = new Int32Array(1024);
 
 /** Reads rows still in their frames into each agent's reused observation object and makes it the agent's `self`. */
 function applyFrameRows(s: HostSession, rows: FrameBatch): void {
