@@ -326,7 +326,9 @@ class Connection implements LiveConnection, SessionOutput {
   private async staged(session: Session, unread: UnreadRows, staging: Promise<StagedRows | null>, bytes: Buffer): Promise<void> {
     try {
       const rows = await staging;
-      if (session.ended || !session.isAttachedTo(this)) return; // freed or taken over meanwhile: nobody to answer
+      // Freed meanwhile: nothing to apply. Taken over by a resume meanwhile: handled all the same, as a frame read
+      // just before the take-over is (lockstep() sends nothing to a connection the session left).
+      if (session.ended) return;
       const parsed: ParseResult =
         rows === null ? parseClientFrame(bytes, this.ctx.config.maxFrameBytes, this.parseOptions(session)) : { ...unread.parsed, msg: { ...unread.parsed.msg, agents: rows } };
       await this.handleParsed(session, parsed, bytes);
@@ -352,7 +354,9 @@ class Connection implements LiveConnection, SessionOutput {
     const agents: unknown[] = [];
     for (let i = 0; i < split.parts.length; i++) {
       if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      if (session.ended || !session.isAttachedTo(this)) return; // freed or taken over meanwhile: nobody to answer
+      // Freed meanwhile: nothing to apply. Taken over by a resume meanwhile: handled all the same, as a frame read
+      // just before the take-over is (lockstep() sends nothing to a connection the session left).
+      if (session.ended) return;
       const part = split.parts[i]!;
       const items = decodeItems(part.bytes, part.count, 2);
       if (items === undefined) return whole();
@@ -627,7 +631,9 @@ class Connection implements LiveConnection, SessionOutput {
     try {
       for (let from = 0; from < entries.length; from += AGENTS_PER_TURN) {
         if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
-        if (session.ended || !session.isAttachedTo(this)) return; // freed or taken over meanwhile: nobody to answer
+        // Freed meanwhile: nothing to apply. Taken over by a resume meanwhile: handled all the same, as a frame read
+      // just before the take-over is (lockstep() sends nothing to a connection the session left).
+      if (session.ended) return;
         const out = apply(entries.slice(from, from + AGENTS_PER_TURN), from === 0 ? refused : []);
         for (const id of out.ids) ids.push(id);
         for (const e of out.errors) errors.push(e);
