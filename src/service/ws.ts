@@ -632,8 +632,8 @@ class Connection implements LiveConnection, SessionOutput {
       for (let from = 0; from < entries.length; from += AGENTS_PER_TURN) {
         if (from > 0) await new Promise<void>((resolve) => setImmediate(resolve));
         // Freed meanwhile: nothing to apply. Taken over by a resume meanwhile: handled all the same, as a frame read
-      // just before the take-over is (lockstep() sends nothing to a connection the session left).
-      if (session.ended) return;
+        // just before the take-over is (lockstep() sends nothing to a connection the session left).
+        if (session.ended) return;
         const out = apply(entries.slice(from, from + AGENTS_PER_TURN), from === 0 ? refused : []);
         for (const id of out.ids) ids.push(id);
         for (const e of out.errors) errors.push(e);
