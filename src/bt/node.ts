@@ -76,7 +76,8 @@ export interface NodeBehavior {
 
 /**
  * Writes statements that compute the node's status into the variable `target`. `fresh` names a
- * boolean variable (the node starts this tick); `a` is the agent. The statements run inside a block
+ * boolean variable (the node starts this tick); `a` is the agent, `sl` its slots (`a.slots`, loaded once per
+ * generated function: V8 need not load the field again after every call). The statements run inside a block
  * labelled `emitter.label`: `break <label>` ends the node early (after setting `target`).
  * Written with the `js` tagged template of codegen.ts, which takes only numbers, Code and identifiers:
  * every value from the tree file (names, strings, parameters) reaches the code through `bind`.

@@ -77,9 +77,9 @@ function emitServices(bind: Bind, services: readonly CompiledService[], fresh: C
     services.map((sv) => {
       const run = sv.writes !== undefined ? emitWrites(bind, sv.writes, true) : js`${bind(sv.run)}(a);\n`;
       const every = bind(sv.every);
-      return js`if (${fresh}) {\n${run}a.slots[${sv.slot}] = a.time + ${every};\n} else if (a.time + ${TIME_EPSILON} >= a.slots[${sv.slot}]) {
-${run}const next = a.slots[${sv.slot}] + ${every};
-a.slots[${sv.slot}] = next + ${TIME_EPSILON} > a.time ? next : a.time + ${every};
+      return js`if (${fresh}) {\n${run}sl[${sv.slot}] = a.time + ${every};\n} else if (a.time + ${TIME_EPSILON} >= sl[${sv.slot}]) {
+${run}const next = sl[${sv.slot}] + ${every};
+sl[${sv.slot}] = next + ${TIME_EPSILON} > a.time ? next : a.time + ${every};
 }\n`;
     }),
   );
@@ -140,7 +140,7 @@ export function inlineRoot(
       const abortSelf = guard.abort === 'self' || guard.abort === 'both';
       parts.push(js`${abortSelf ? js`` : js`if (${fresh}) `}{
   const ok = ${bind(guard.guard)}(a) ? true : false;
-  a.slots[${guard.slot}] = ok ? 1 : 0;
+  sl[${guard.slot}] = ok ? 1 : 0;
   if (!ok) { if (!${fresh}) ${bind(halt)}(a, ${i}); ${target} = ${Status.FAILURE}; break ${label}; }
 }\n`);
     }
@@ -165,12 +165,12 @@ export function inlineRoot(
     // Split off: a function of its own with its own temps (and `target`, which the caller declares).
     if (size > MAX_INLINE_SOURCE) tooLarge = true;
     const name = ident(`f${i}`);
-    functions.push(js`function ${name}(a) {\nconst st = a.status;\n${declare(start, temps, [target])}${code}return ${target};\n}\n`);
+    functions.push(js`function ${name}(a) {\nconst st = a.status, sl = a.slots;\n${declare(start, temps, [target])}${code}return ${target};\n}\n`);
     return js`${target} = ${name}(a);\n`;
   };
   const body = emitNode(0, ident('s'));
   if (tooLarge || body.toString().length > MAX_INLINE_SOURCE) return null;
-  const source = js`${joinCode(functions)}return function tree(a) {\nconst st = a.status;\n${declare(0, temps, [ident('s')])}${body}return s;\n};`;
+  const source = js`${joinCode(functions)}return function tree(a) {\nconst st = a.status, sl = a.slots;\n${declare(0, temps, [ident('s')])}${body}return s;\n};`;
   try {
     return generate(bound.map((_, k) => ident(`b${k}`)), source, bound) as TickFn;
   } catch (e) {

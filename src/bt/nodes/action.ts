@@ -65,14 +65,14 @@ export const action = defineNode({
         return js`if (${fresh}) {
   const seq = ++a.seq;
   a.out.action(a, seq, ${e.bind(name)}, ${fixedArgs !== undefined ? e.bind(fixedArgs) : js`${e.bind(args)}(a)`});
-${instant ? js`  ${target} = ${Status.SUCCESS}; ${end}\n` : js``}  a.slots[${slot}] = seq;
-  a.slots[${slot + 1}] = 0;
-${timeout !== undefined ? js`  a.slots[${slot + 2}] = a.time + ${e.bind(timeout)};\n` : js``}  ${target} = ${Status.RUNNING}; ${end}
+${instant ? js`  ${target} = ${Status.SUCCESS}; ${end}\n` : js``}  sl[${slot}] = seq;
+  sl[${slot + 1}] = 0;
+${timeout !== undefined ? js`  sl[${slot + 2}] = a.time + ${e.bind(timeout)};\n` : js``}  ${target} = ${Status.RUNNING}; ${end}
 }
-{ const r = a.slots[${slot + 1}]; if (r !== 0) { ${target} = r === ${Status.SUCCESS} ? ${Status.SUCCESS} : ${Status.FAILURE}; ${end} } }
-${until !== null ? js`if (${e.bind(until)}(a)) { a.out.cancel(a, a.slots[${slot}]); ${target} = ${Status.SUCCESS}; ${end} }\n` : js``}${
+{ const r = sl[${slot + 1}]; if (r !== 0) { ${target} = r === ${Status.SUCCESS} ? ${Status.SUCCESS} : ${Status.FAILURE}; ${end} } }
+${until !== null ? js`if (${e.bind(until)}(a)) { a.out.cancel(a, sl[${slot}]); ${target} = ${Status.SUCCESS}; ${end} }\n` : js``}${
           timeout !== undefined
-            ? js`if (a.time + ${TIME_EPSILON} >= a.slots[${slot + 2}]) { a.out.cancel(a, a.slots[${slot}]); ${target} = ${Status.FAILURE}; ${end} }\n`
+            ? js`if (a.time + ${TIME_EPSILON} >= sl[${slot + 2}]) { a.out.cancel(a, sl[${slot}]); ${target} = ${Status.FAILURE}; ${end} }\n`
             : js``
         }${target} = ${Status.RUNNING};\n`;
       },

@@ -33,11 +33,11 @@ export const all = defineNode({
       },
       emit(e, fresh, t) {
         const [running, failed, c] = [e.temp(), e.temp(), e.temp()];
-        const reset = joinCode(Array.from({ length: n }, (_, k) => js`a.slots[${results + k}] = 0; `));
+        const reset = joinCode(Array.from({ length: n }, (_, k) => js`sl[${results + k}] = 0; `));
         const steps = Array.from(
           { length: n },
-          (_, k) => js`${c} = a.slots[${results + k}];
-if (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) a.slots[${results + k}] = ${c};\n}
+          (_, k) => js`${c} = sl[${results + k}];
+if (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) sl[${results + k}] = ${c};\n}
 if (${c} === ${Status.RUNNING}) ${running} = true; else if (${c} === ${Status.FAILURE}) ${failed} = true;\n`,
         );
         return js`if (${fresh}) { ${reset}}\n${running} = false; ${failed} = false;

@@ -26,8 +26,8 @@ export const cooldown = defineNode({
         return s;
       },
       emit: (e, fresh, t) =>
-        js`if (${fresh} && a.slots[${slot}] === 1 && a.time + ${TIME_EPSILON} < a.slots[${slot + 1}]) { ${t} = ${Status.FAILURE}; break ${e.label}; }
-${e.child(0, t)}if (${t} !== ${Status.RUNNING}) { a.slots[${slot}] = 1; a.slots[${slot + 1}] = a.time + ${e.bind(seconds)}; }\n`,
+        js`if (${fresh} && sl[${slot}] === 1 && a.time + ${TIME_EPSILON} < sl[${slot + 1}]) { ${t} = ${Status.FAILURE}; break ${e.label}; }
+${e.child(0, t)}if (${t} !== ${Status.RUNNING}) { sl[${slot}] = 1; sl[${slot + 1}] = a.time + ${e.bind(seconds)}; }\n`,
       state: (a) => ({ left: a.slots[slot] === 1 ? Math.max(0, a.slots[slot + 1]! - a.time) : 0 }),
     };
   },

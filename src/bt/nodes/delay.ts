@@ -20,8 +20,8 @@ export const delay = defineNode({
         return child(a);
       },
       emit: (e, fresh, t) =>
-        js`if (${fresh}) a.slots[${start}] = a.time;
-if (a.time + ${TIME_EPSILON} < a.slots[${start}] + ${e.bind(seconds)}) { ${t} = ${Status.RUNNING}; break ${e.label}; }
+        js`if (${fresh}) sl[${start}] = a.time;
+if (a.time + ${TIME_EPSILON} < sl[${start}] + ${e.bind(seconds)}) { ${t} = ${Status.RUNNING}; break ${e.label}; }
 ${e.child(0, t)}`,
       state: (a) => (a.status[b.index] === Status.RUNNING ? { left: Math.max(0, a.slots[start]! + seconds - a.time) } : null),
     };

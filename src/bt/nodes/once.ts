@@ -21,8 +21,8 @@ export const once = defineNode({
         return s;
       },
       emit: (e, _fresh, t) =>
-        js`if (a.slots[${result}] !== 0) { ${t} = a.slots[${result}]; break ${e.label}; }
-${e.child(0, t)}if (${t} !== ${Status.RUNNING}) a.slots[${result}] = ${t};\n`,
+        js`if (sl[${result}] !== 0) { ${t} = sl[${result}]; break ${e.label}; }
+${e.child(0, t)}if (${t} !== ${Status.RUNNING}) sl[${result}] = ${t};\n`,
     };
   },
 });

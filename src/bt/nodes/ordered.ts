@@ -45,11 +45,11 @@ export function orderedComposite(b: NodeBuilder, decides: TickStatus, otherwise:
           (_, k) => js`{\n${e.child(k, target)}}
 if (${target} === ${Status.RUNNING} || ${target} === ${decides}) {
   if (${previous} > ${k}) ${h}(a, ${ch}[${previous}]);
-  if (${target} === ${Status.RUNNING}) a.slots[${cursor}] = ${k};
+  if (${target} === ${Status.RUNNING}) sl[${cursor}] = ${k};
   break ${e.label};
 }\n`,
         );
-        return js`${previous} = ${fresh} ? -1 : a.slots[${cursor}];\n${joinCode(steps)}${target} = ${otherwise};\n`;
+        return js`${previous} = ${fresh} ? -1 : sl[${cursor}];\n${joinCode(steps)}${target} = ${otherwise};\n`;
       },
     };
   }
@@ -101,8 +101,8 @@ if (${target} === ${Status.RUNNING} || ${target} === ${decides}) {
           ? js``
           : js`if (${k} > ${j}) {
   const now = ${e.bind(l.guard)}(a) ? true : false;
-  const before = a.slots[${l.slot}];
-  a.slots[${l.slot}] = now ? 1 : 0;
+  const before = sl[${l.slot}];
+  sl[${l.slot}] = now ? 1 : 0;
   if (now && before === 0) { ${h}(a, ${ch}[${k}]); ${k} = ${j}; break ${done}; }
 }\n`,
       );
@@ -111,10 +111,10 @@ if (${target} === ${Status.RUNNING} || ${target} === ${decides}) {
     const cases = Array.from(
       { length: n },
       (_, c) => js`case ${c}: {\n${e.child(c, target)}}
-if (${target} === ${Status.RUNNING}) { a.slots[${cursor}] = ${c}; break ${e.label}; }
+if (${target} === ${Status.RUNNING}) { sl[${cursor}] = ${c}; break ${e.label}; }
 if (${target} === ${decides}) break ${e.label};\n`,
     );
-    return js`${k} = ${fresh} ? 0 : a.slots[${cursor}];\n${aborts}switch (${k}) {\n${joinCode(cases)}}\n${target} = ${otherwise};\n`;
+    return js`${k} = ${fresh} ? 0 : sl[${cursor}];\n${aborts}switch (${k}) {\n${joinCode(cases)}}\n${target} = ${otherwise};\n`;
   };
   return { tick, emit };
 }

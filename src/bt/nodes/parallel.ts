@@ -52,10 +52,10 @@ export const parallel = defineNode({
       },
       emit(e, fresh, t) {
         const [ok, ko, c] = [e.temp(), e.temp(), e.temp()];
-        const reset = joinCode(children.map((_, k) => js`a.slots[${results + k}] = 0; `));
+        const reset = joinCode(children.map((_, k) => js`sl[${results + k}] = 0; `));
         const steps = children.map(
-          (_, k) => js`${c} = a.slots[${results + k}];
-if (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) a.slots[${results + k}] = ${c};\n}
+          (_, k) => js`${c} = sl[${results + k}];
+if (${c} === 0) {\n${e.child(k, c)}if (${c} !== ${Status.RUNNING}) sl[${results + k}] = ${c};\n}
 if (${c} === ${Status.SUCCESS}) ${ok}++; else if (${c} === ${Status.FAILURE}) ${ko}++;\n`,
         );
         const [ns, nf, h] = [e.bind(needSuccess), e.bind(needFailure), e.bind(halt)];

@@ -44,9 +44,9 @@ export const random = defineNode({
   const cumulative = ${e.bind(cumulative)};
   let k = 0;
   while (k < ${n - 1} && r >= cumulative[k]) k++;
-  a.slots[${chosen}] = k;
+  sl[${chosen}] = k;
 }
-switch (a.slots[${chosen}]) {\n${joinCode(cases)}}\n`;
+switch (sl[${chosen}]) {\n${joinCode(cases)}}\n`;
       },
       state: (a) => (a.status[b.index] === Status.IDLE ? null : { child: a.slots[chosen]! }),
     };

@@ -32,10 +32,10 @@ function repeating(type: string, param: string, counted: TickStatus, description
         // written raw, a string `times` would be code.
         emit: (e, fresh, t) => {
           const max = e.bind(limit);
-          return js`if (${fresh}) a.slots[${count}] = 0;
+          return js`if (${fresh}) sl[${count}] = 0;
 ${e.child(0, t)}if (${t} === ${counted}) {
-  const done = a.slots[${count}] + 1;
-  a.slots[${count}] = done;
+  const done = sl[${count}] + 1;
+  sl[${count}] = done;
   ${t} = ${max} !== -1 && done >= ${max} ? ${counted} : ${Status.RUNNING};
 }\n`;
         },

@@ -30,11 +30,11 @@ export const rotator = defineNode({
       emit(e, fresh, t) {
         const cases = Array.from({ length: n }, (_, k) => js`case ${k}: {\n${e.child(k, t)}break;\n}\n`);
         return js`if (${fresh}) {
-  const k = a.slots[${slot}];
-  a.slots[${slot + 1}] = k;
-  a.slots[${slot}] = (k + 1) % ${n};
+  const k = sl[${slot}];
+  sl[${slot + 1}] = k;
+  sl[${slot}] = (k + 1) % ${n};
 }
-switch (a.slots[${slot + 1}]) {\n${joinCode(cases)}}\n`;
+switch (sl[${slot + 1}]) {\n${joinCode(cases)}}\n`;
       },
       state: (a) => (a.status[b.index] === Status.IDLE ? null : { child: a.slots[slot + 1]! }),
       onHalt: reset

@@ -25,8 +25,8 @@ export const timeLimit = defineNode({
         return child(a);
       },
       emit: (e, fresh, t) =>
-        js`if (${fresh}) a.slots[${deadline}] = a.time + ${e.bind(seconds)};
-else if (a.time + ${TIME_EPSILON} >= a.slots[${deadline}]) { ${e.bind(halt)}(a, ${childNode}); ${t} = ${Status.FAILURE}; break ${e.label}; }
+        js`if (${fresh}) sl[${deadline}] = a.time + ${e.bind(seconds)};
+else if (a.time + ${TIME_EPSILON} >= sl[${deadline}]) { ${e.bind(halt)}(a, ${childNode}); ${t} = ${Status.FAILURE}; break ${e.label}; }
 ${e.child(0, t)}`,
       state: (a) => (a.status[b.index] === Status.RUNNING ? { left: Math.max(0, a.slots[deadline]! - a.time) } : null),
     };

@@ -20,8 +20,8 @@ export const wait = defineNode({
         return a.time + TIME_EPSILON >= a.slots[end]! ? Status.SUCCESS : Status.RUNNING;
       },
       emit: (e, fresh, t) =>
-        js`if (${fresh}) a.slots[${end}] = a.time + ${span === 0 ? e.bind(min) : js`(${e.bind(min)} + a.random() * ${e.bind(span)})`};
-${t} = a.time + ${TIME_EPSILON} >= a.slots[${end}] ? ${Status.SUCCESS} : ${Status.RUNNING};\n`,
+        js`if (${fresh}) sl[${end}] = a.time + ${span === 0 ? e.bind(min) : js`(${e.bind(min)} + a.random() * ${e.bind(span)})`};
+${t} = a.time + ${TIME_EPSILON} >= sl[${end}] ? ${Status.SUCCESS} : ${Status.RUNNING};\n`,
       state: (a) => (a.status[b.index] === Status.RUNNING ? { left: Math.max(0, a.slots[end]! - a.time) } : null),
     };
   },
