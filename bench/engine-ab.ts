@@ -87,9 +87,23 @@ console.log(
   ]),
 );
 console.log();
-for (const t of trees) console.log(`B ÷ A, ${t} tree (medians): ${(rate(`B ${t}`)! / rate(`A ${t}`)!).toFixed(3)}`);
+/**
+ * The median of the round-by-round ratios of two entries: each round measures them back to back, so a busy
+ * moment of the machine slows both, and on a shared machine this is steadier than the ratio of the medians.
+ */
+const paired = (top: string, bottom: string): number | undefined => {
+  const b = entries.find((x) => x.label === bottom)?.rates;
+  const t = entries.find((x) => x.label === top)?.rates;
+  return b === undefined || t === undefined ? undefined : median(t.map((x, k) => x / b[k]!));
+};
+for (const t of trees) console.log(`B ÷ A, ${t} tree: ${(rate(`B ${t}`)! / rate(`A ${t}`)!).toFixed(3)} (medians), ${paired(`B ${t}`, `A ${t}`)!.toFixed(3)} (median of the rounds' ratios)`);
 const io = rate('ceiling-io');
-if (io !== undefined) console.log(`guard ÷ ceiling-io (medians): A ${(rate('A guard')! / io).toFixed(3)}, B ${(rate('B guard')! / io).toFixed(3)}`);
+if (io !== undefined) {
+  console.log(
+    `guard ÷ ceiling-io: A ${(rate('A guard')! / io).toFixed(3)}, B ${(rate('B guard')! / io).toFixed(3)} (medians); ` +
+      `A ${paired('A guard', 'ceiling-io')!.toFixed(3)}, B ${paired('B guard', 'ceiling-io')!.toFixed(3)} (median of the rounds' ratios)`,
+  );
+}
 console.log(`load average at the end: ${machineInfo().load.toFixed(2)}`);
 
 function fail(message: string): never {
