@@ -87,7 +87,8 @@ test.each([['mixed ids', true], ['dense integer ids', false]] as const)('%s: the
       const answers = (k: number): unknown[] => clients[k]!.frames.slice(from[k]).map((f) => (f.t === 'pong' ? { t: 'pong', n: f.n } : f));
       expect(answers(0)).toEqual(answers(1));
     }),
-    { numRuns: 60 },
+    // A fixed seed: how many frames take each path depends on the frames drawn, and both paths must be taken.
+    { numRuns: 60, seed: 20261123 },
   );
   expect(staged).toBeGreaterThan(n / 2);
   expect(clients[0]!.frames.some((f) => f.t === 'decisions')).toBe(true);
