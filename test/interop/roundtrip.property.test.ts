@@ -188,5 +188,5 @@ describe('export → import round trip', () => {
       }),
       { numRuns: 250 },
     );
-  });
+  }, 60_000); // 4–7 s on a quiet machine, 16 s seen under load: 250 random trees, CPU-bound
 });
