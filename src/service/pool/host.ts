@@ -203,6 +203,15 @@ const DISCARD: DecisionSink = {
   log() {},
 };
 
+/**
+ * The last spare columns received, kept so that their hidden class lives on. A nested object of a message gets,
+ * when the message is read, a hidden class that only lives as long as some object has it; at a mark-compact with
+ * no spare in flight it died, the next order's spare got a new one, and the tick order's `spare` field type
+ * changed: `tick` was thrown away ("dependent field type changed") after most of this thread's mark-compacts.
+ * An array slot, not a field, so that storing here adds no field type of its own.
+ */
+const keepShape: unknown[] = [null];
+
 /** Hosts agents of any number of sessions; `handle` takes one router message and returns the reply, if any. */
 export class AgentHost {
   private trees: TreeLookup;
@@ -397,6 +406,7 @@ export class AgentHost {
 
   private tick(order: TickOrder): TickReply {
     const started = performance.now();
+    if (order.spare !== null) keepShape[0] = order.spare;
     const s = this.sessions.get(order.session);
     let out: ColumnSink;
     if (s === undefined) out = new ColumnSink(0, order.spare);
