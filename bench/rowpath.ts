@@ -5,7 +5,10 @@
 // leaves out: WebSocket framing and unmasking, the session layer's bookkeeping, the socket writes.
 //
 //   npm run build && node dist/bench/rowpath.js [--sessions 4] [--agents 50000] [--ticks 200] [--warmup 60]
-//                                               [--workers 2] [--json]
+//                                               [--workers 2] [--young-mb 48] [--json]
+//
+// --young-mb: the workers' young generation (PoolOptions.workerYoungGenerationMb; 0 = V8's default), for A/B runs
+// with --trace-gc (docs/capacity.md, "Round five").
 //
 // CPU time by thread (/proc/self/task, Linux): the main thread, the workers, the rest (GC and compiler
 // helpers). CPU time, not wall time, so that a shared machine's load counts less (it still does: caches,
@@ -29,6 +32,7 @@ const { values } = parseArgs({
     ticks: { type: 'string', default: '200' },
     warmup: { type: 'string', default: '60' },
     workers: { type: 'string', default: '2' },
+    'young-mb': { type: 'string' },
     json: { type: 'boolean', default: false },
     /** Rows the main thread does not read (the service's way, ws.ts); --no-unread: the main thread reads them. */
     unread: { type: 'boolean', default: true },
@@ -103,7 +107,8 @@ function frames(session: number): Buffer[] {
   return out;
 }
 
-const pool: AgentPool = await createAgentPool({ trees: join(root(), 'trees'), workers });
+const youngMb = values['young-mb'] === undefined ? undefined : int('young-mb', values['young-mb'], 0);
+const pool: AgentPool = await createAgentPool({ trees: join(root(), 'trees'), workers, ...(youngMb !== undefined ? { workerYoungGenerationMb: youngMb } : {}) });
 await pool.ready();
 const games = Array.from({ length: sessions }, (_, s) => {
   const name = `s${s}`;

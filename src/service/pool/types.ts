@@ -117,6 +117,12 @@ export interface PoolOptions {
    * checkpoint every 2 ticks would cost more CPU and garbage than the ticks themselves (1,000,000 agents).
    */
   checkpointTicks?: number;
+  /**
+   * Each worker thread's young generation in MB (Worker `resourceLimits.maxYoungGenerationSizeMb`); 0: V8's
+   * default. Default 48 (DEFAULT_WORKER_YOUNG_GENERATION_MB): V8's default keeps a worker's collector in
+   * back-to-back mark-compacts (docs/capacity.md). Worker pools only.
+   */
+  workerYoungGenerationMb?: number;
   /** Called each time a crashed or stalled worker is replaced and its agents restored (the metrics count it). */
   onRecovery?: () => void;
 }

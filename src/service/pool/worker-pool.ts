@@ -21,13 +21,25 @@ import type { TreeLibrary } from '../../bt/library.js';
  * own modules ("Unknown file extension .ts"). So the worker boots from a two-line script that registers tsx's
  * loader inside the thread, then imports worker.ts.
  */
-function startWorker(data: { trees: string; plugins: string | undefined; progress: SharedArrayBuffer; definitions?: Record<string, unknown> }): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: data });
+function startWorker(
+  data: { trees: string; plugins: string | undefined; progress: SharedArrayBuffer; definitions?: Record<string, unknown> },
+  youngMb: number,
+): Worker {
+  const resourceLimits = youngMb > 0 ? { maxYoungGenerationSizeMb: youngMb } : {};
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: data, resourceLimits });
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./worker.ts', import.meta.url).href;
   const boot = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`;
-  return new Worker(boot, { eval: true, workerData: data });
+  return new Worker(boot, { eval: true, workerData: data, resourceLimits });
 }
+
+/**
+ * Default PoolOptions.workerYoungGenerationMb. With V8's default young generation (semi-spaces of 32 MB on a
+ * large machine, Node 26), a worker's old generation (~23 MB live, its limit ~60 MB) never has more room left
+ * than the young generation's capacity, so V8 starts marking right after a GC: one mark-compact per one or two
+ * scavenges (docs/capacity.md, "Round five"). 48 MB (semi-spaces of 16 MB) leaves that room.
+ */
+export const DEFAULT_WORKER_YOUNG_GENERATION_MB = 48;
 
 interface Pending {
   resolve(reply: FromHost): void;
@@ -242,7 +254,7 @@ export class WorkerPool extends PoolRouter {
     // The fingerprints this worker must load: a reload posted while it starts arrives after its `ready`.
     const expected = this.hashes;
     const definitions = this.definitions;
-    const t = new HostThread(startWorker({ trees: this.options.trees, plugins: this.options.plugins, progress, ...(definitions !== undefined ? { definitions } : {}) }), progress);
+    const t = new HostThread(startWorker({ trees: this.options.trees, plugins: this.options.plugins, progress, ...(definitions !== undefined ? { definitions } : {}) }, this.options.workerYoungGenerationMb ?? DEFAULT_WORKER_YOUNG_GENERATION_MB), progress);
     t.worker.on('message', (msg: FromHost | WorkerHello) => {
       if (msg.t === 'ready') {
         if (!msg.ok) {
