@@ -5,10 +5,10 @@
 // leaves out: WebSocket framing and unmasking, the session layer's bookkeeping, the socket writes.
 //
 //   npm run build && node dist/bench/rowpath.js [--sessions 4] [--agents 50000] [--ticks 200] [--warmup 60]
-//                                               [--workers 2] [--young-mb 48] [--json]
+//                                               [--workers 2] [--young-mb 48] [--checkpoint-ms 2000] [--json]
 //
 // --young-mb: the workers' young generation (PoolOptions.workerYoungGenerationMb; 0 = V8's default), for A/B runs
-// with --trace-gc (docs/capacity.md, "Round five").
+// with --trace-gc (docs/capacity.md, "Round five"); --checkpoint-ms: PoolOptions.checkpointMs (-1: no crash recovery).
 //
 // CPU time by thread (/proc/self/task, Linux): the main thread, the workers, the rest (GC and compiler
 // helpers). CPU time, not wall time, so that a shared machine's load counts less (it still does: caches,
@@ -33,6 +33,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '60' },
     workers: { type: 'string', default: '2' },
     'young-mb': { type: 'string' },
+    'checkpoint-ms': { type: 'string' },
     json: { type: 'boolean', default: false },
     /** Rows the main thread does not read (the service's way, ws.ts); --no-unread: the main thread reads them. */
     unread: { type: 'boolean', default: true },
@@ -108,7 +109,14 @@ function frames(session: number): Buffer[] {
 }
 
 const youngMb = values['young-mb'] === undefined ? undefined : int('young-mb', values['young-mb'], 0);
-const pool: AgentPool = await createAgentPool({ trees: join(root(), 'trees'), workers, ...(youngMb !== undefined ? { workerYoungGenerationMb: youngMb } : {}) });
+const checkpointMs = values['checkpoint-ms'] === undefined ? undefined : Number(values['checkpoint-ms']);
+if (checkpointMs !== undefined && !Number.isInteger(checkpointMs)) throw new Error(`--checkpoint-ms: expected an integer, got '${values['checkpoint-ms']}'`);
+const pool: AgentPool = await createAgentPool({
+  trees: join(root(), 'trees'),
+  workers,
+  ...(youngMb !== undefined ? { workerYoungGenerationMb: youngMb } : {}),
+  ...(checkpointMs !== undefined ? { checkpointMs } : {}),
+});
 await pool.ready();
 const games = Array.from({ length: sessions }, (_, s) => {
   const name = `s${s}`;
