@@ -204,11 +204,11 @@ const DISCARD: DecisionSink = {
 };
 
 /**
- * The last spare columns received, kept so that their hidden class lives on. A nested object of a message gets,
- * when the message is read, a hidden class that only lives as long as some object has it; at a mark-compact with
- * no spare in flight it died, the next order's spare got a new one, and the tick order's `spare` field type
- * changed: `tick` was thrown away ("dependent field type changed") after most of this thread's mark-compacts.
- * An array slot, not a field, so that storing here adds no field type of its own.
+ * The last tick order, kept so that its hidden classes live on. A message's objects get, when it is read, hidden
+ * classes that only live as long as some object has them; at a mark-compact with no order in flight the spare
+ * columns' class died, the next order's got a new one, and the order's `spare` field type changed: `tick` was
+ * thrown away ("dependent field type changed") after most of this thread's mark-compacts. Its frames and batches
+ * are emptied or transferred by then: keeping it holds little. An array slot, not a field: no field type of its own.
  */
 const keepShape: unknown[] = [null];
 
@@ -406,7 +406,7 @@ export class AgentHost {
 
   private tick(order: TickOrder): TickReply {
     const started = performance.now();
-    if (order.spare !== null) keepShape[0] = order.spare;
+    keepShape[0] = order;
     const s = this.sessions.get(order.session);
     let out: ColumnSink;
     if (s === undefined) out = new ColumnSink(0, order.spare);

@@ -165,10 +165,11 @@ class RouterSession {
 /** Routes pack as `host << 24 | slot` in an Int32: at most MAX_HOSTS hosts, MAX_SLOTS agents of a session per host. */
 export const MAX_HOSTS = 64;
 /**
- * The last log columns of a tick reply, kept so that their hidden class lives on: a nested object of a message
- * gets, when the message is read, a hidden class that lives only as long as some object has it. At a
- * mark-compact with no reply in flight it died, the next reply's `logs` got a new one, the reply's field type
- * changed, and `tick` was thrown away ("dependent field type changed"). An array slot: no field type of its own.
+ * The last tick reply, kept so that its hidden classes live on: a message's objects get, when it is read, hidden
+ * classes that live only as long as some object has them. At a mark-compact with no reply in flight they died,
+ * the next reply got new ones, the field types pointing at them changed (the reply's `decisions.logs`, the
+ * settled promise's `value`), and `tick` was thrown away ("dependent field type changed"). An array slot: no
+ * field type of its own.
  */
 const keepShape: unknown[] = [null];
 
@@ -709,8 +710,8 @@ export abstract class PoolRouter implements AgentPool {
           frames ??= [];
           for (const [slot, frame] of reply.frames) frames.push({ agent: shard.ids[slot]!, frame });
         }
+        keepShape[0] = reply; // see keepShape
         const l = reply.decisions.logs;
-        keepShape[0] = l; // see keepShape
         if (l.lines.length > 0 || l.dropped.some((n) => n > 0)) logs.push({ logs: l, agent: (slot) => this.logAgent(s, shard.ids[slot]) });
         shard.recycle(reply.rows, reply.results, reply.decisions, reply.frameRows);
       }
