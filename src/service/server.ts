@@ -20,7 +20,7 @@ import { SessionRegistry, WARMUP_REASON } from './sessions/registry.js';
 import { sessionRoutes } from './http/sessions.js';
 import { StartupError, loadLibrary, treeRoutes } from './http/trees.js';
 import { ValidationWorker } from './validation/runner.js';
-import { GoodbyeReason, WARMUP_HEADER, wsRoutes } from './ws.js';
+import { CLOSE_TIMEOUT_MS, GoodbyeReason, WARMUP_HEADER, wsRoutes } from './ws.js';
 import { inspectorAssets, inspectorPage } from '../inspector/static.js';
 import { inspectorStream } from '../inspector/stream.js';
 import { LiveTrees } from './reload/live.js';
@@ -220,7 +220,11 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     await Promise.all(open.map((c) => c.closed));
     await ctx.sessions.freeAll();
     await recordings.closeAll();
+    // Every session is drained by now: an HTTP client still holding a connection (a response it does not read, a
+    // keep-alive socket that turned idle after fastify closed the idle ones) gets the close timeout, then is cut.
+    const cut = setTimeout(() => app.server.closeAllConnections(), tuning.closeTimeoutMs ?? CLOSE_TIMEOUT_MS);
     await app.close();
+    clearTimeout(cut);
     await validation.close();
     await pool.close();
     await durability?.close();

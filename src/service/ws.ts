@@ -48,7 +48,7 @@ const AGENTS_PER_TURN = 1000;
 /** Spawn frames from this size on (about 1,000 agents) are decoded in parts (Connection.spawnFrameInParts). */
 const SLICED_SPAWN_BYTES = 32 * 1024;
 /** After a goodbye, how long the socket may make no progress (nothing drained) before it is destroyed. */
-const CLOSE_TIMEOUT_MS = 2000;
+export const CLOSE_TIMEOUT_MS = 2000;
 /** After a goodbye, the longest a socket that keeps draining slowly is given to read it. */
 const CLOSE_MAX_MS = 60_000;
 
@@ -83,7 +83,7 @@ export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app,
   app.addHook('onClose', async () => clearInterval(pinger));
   // New sessions are refused while the service starts or drains: 503 at the upgrade, no socket.
   app.addHook('onRequest', async (request, reply) => {
-    if (ctx.phase !== 'ready' && !isWarmup(ctx, request.headers[WARMUP_HEADER])) {
+    if (ctx.phase !== 'ready' && !(ctx.phase === 'starting' && isWarmup(ctx, request.headers[WARMUP_HEADER]))) {
       await reply.code(503).header('retry-after', Math.ceil(ctx.tuning.retryAfterMs / 1000)).send({ code: HttpErrorCode.E_UNAVAILABLE, message: 'the service is not accepting new sessions' });
       return;
     }
@@ -656,7 +656,12 @@ class Connection implements LiveConnection, SessionOutput {
 
   /** Tells the client why, then closes. The session stays resumable unless the service is shutting down. */
   goodbye(reason: string, retryAfterMs?: number): void {
-    if (this.socket.readyState !== this.socket.OPEN) return;
+    if (this.socket.readyState !== this.socket.OPEN) {
+      // Already closing (the client began it, or an earlier goodbye): bounded like any close, so a drain that waits
+      // for this socket is not left to ws's own 30 s close timer.
+      if (this.socket.readyState === this.socket.CLOSING && !this.ending) this.close(CloseCode.goingAway);
+      return;
+    }
     this.closeReason = `goodbye: ${reason}`;
     this.ctx.metrics.goodbyes.inc({ reason });
     this.outbox.last(encodeGoodbye(reason, retryAfterMs));

@@ -3,6 +3,7 @@
 // exits 0; bad settings exit 2 with one line; an invalid tree exits 1 listing every error.
 
 import { spawn } from 'node:child_process';
+import { connect } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createServer, StartupError } from '../../src/service/server.js';
@@ -53,6 +54,17 @@ describe('drain in process', () => {
     client.socket.resume();
     await client.closed;
     await closing;
+  });
+  test('an HTTP client that never finishes its request does not hold the drain: it is cut after the close timeout', async () => {
+    const running = await start({ trees: fixture.trees, tuning: { closeTimeoutMs: 200 } });
+    const socket = connect(Number(new URL(running.base).port), '127.0.0.1');
+    await new Promise((resolve) => socket.once('connect', resolve));
+    const cut = new Promise((resolve) => socket.once('close', resolve));
+    // Headers without their blank line: a request in progress, so not an idle connection fastify closes itself.
+    socket.write('GET /healthz HTTP/1.1\r\nHost: canopy\r\n');
+    await running.close(); // before the fix: held until the request timeout (30 s)
+    await cut;
+    await expect(fetch(`${running.base}/healthz`)).rejects.toThrow('fetch failed');
   });
 });
 
