@@ -67,6 +67,8 @@ export type Phase = 'starting' | 'ready' | 'draining' | 'closed';
 export interface LiveConnection {
   /** Shutdown: ignore frames from now on (a tick in flight still answers). */
   stopReading(): void;
+  /** Resolves once the frame being handled when reading stopped is done (its tick queued or answered). */
+  settled(): Promise<void>;
   /** Tells the client goodbye and closes the socket. */
   goodbye(reason: string, retryAfterMs?: number): void;
   /** Resolves when the socket is closed. */

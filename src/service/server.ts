@@ -211,6 +211,9 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     const open = [...connections];
     const drained = ctx.sessions.size;
     for (const c of open) c.stopReading();
+    // A frame read before that is handled to its end, as if read a moment earlier: a lockstep snapshot whose rows
+    // the workers are still checking has not reached its session's queue yet (durable sessions log it there).
+    await Promise.all(open.map((c) => c.settled()));
     // Finish the ticks in flight; fixed-mode decisions they make still go out.
     await Promise.all(ctx.sessions.list().map((s) => s.quiesce()));
     // Durable sessions: their last inputs stored and their leases released before the clients hear goodbye, so

@@ -131,6 +131,8 @@ class Connection implements LiveConnection, SessionOutput {
   private readonly queue: Buffer[] = [];
   private queueHead = 0;
   private busy = false;
+  /** The frame being handled (see settled()). */
+  private handling: Promise<void> = Promise.resolve();
   private readonly pausedBy = new Set<PauseReason>();
   /** CANOPY_MAX_MESSAGE_RATE: a frame without a token waits in the queue, reading paused. */
   private readonly rate: TokenBucket;
@@ -234,10 +236,18 @@ class Connection implements LiveConnection, SessionOutput {
     }
     if (pending === undefined) return;
     this.busy = true;
-    void pending.then(() => {
+    this.handling = pending.then(() => {
       this.busy = false;
       this.drain();
     });
+  }
+
+  /**
+   * Shutdown: resolves once the frame being handled is done — a lockstep tick, or a snapshot whose rows the
+   * workers are still checking (its tick is not in the session's queue yet, so quiesce() alone would miss it).
+   */
+  settled(): Promise<void> {
+    return this.handling;
   }
 
   private drain(): void {
