@@ -16,6 +16,7 @@ import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
 import { LodTable } from './lod.js';
+import { MISS, RowMemo } from './row-memo.js';
 
 /** Where a host finds compiled trees by name (a TreeLibrary). */
 export interface TreeLookup {
@@ -52,16 +53,12 @@ class HostSession {
   private dense = new Int32Array(0);
   private readonly named = new Map<AgentId, number>();
   private size = 0;
-  /**
-   * Row position memo, as the router's: the slot row i named in the last frame (-1: not an agent here), for ids that
-   * miss `dense` (sparse integers, strings). Emptied whenever an agent comes or goes.
-   */
-  private rowIds: AgentId[] = [];
-  private rowSlot = new Int32Array(0);
+  /** The slot row i found (-1: not an agent here) for ids that miss `dense` (row-memo.ts). Forgets on any add or remove. */
+  private readonly rowMemo = new RowMemo();
 
   addId(id: AgentId, slot: number): void {
     this.size++;
-    if (this.rowIds.length > 0) this.rowIds = [];
+    this.rowMemo.clear();
     // An integer id below dense.length is always in `dense`, never in `named` (a -1 there means: not here).
     if (typeof id === 'number' && id >= 0 && Number.isInteger(id) && (id < this.dense.length || id < 2 * (this.size + 512))) {
       if (id >= this.dense.length) this.growDense(id);
@@ -87,7 +84,7 @@ class HostSession {
 
   removeId(id: AgentId): void {
     this.size--;
-    if (this.rowIds.length > 0) this.rowIds = [];
+    this.rowMemo.clear();
     if (typeof id === 'number' && id >= 0 && Number.isInteger(id) && id < this.dense.length) this.dense[id] = -1;
     else this.named.delete(id);
   }
@@ -98,19 +95,10 @@ class HostSession {
       const dense = this.dense[id];
       if (dense !== undefined) return dense;
     }
-    const rowIds = this.rowIds;
-    if (i < rowIds.length && rowIds[i] === id) return this.rowSlot[i]!;
+    const memo = this.rowMemo.get(i, id);
+    if (memo !== MISS) return memo;
     const slot = this.named.get(id) ?? -1;
-    if (i <= rowIds.length) {
-      if (i >= this.rowSlot.length) {
-        const grown = new Int32Array(Math.max(1024, this.rowSlot.length * 2));
-        grown.set(this.rowSlot);
-        this.rowSlot = grown;
-      }
-      if (i === rowIds.length) rowIds.push(id);
-      else rowIds[i] = id;
-      this.rowSlot[i] = slot;
-    }
+    this.rowMemo.set(i, id, slot);
     return slot;
   }
 

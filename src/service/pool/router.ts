@@ -14,6 +14,7 @@ import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isAgentId, isPackedRows, stagedAsFrameRows, type PackedRows, type StagedRows } from '../../protocol/index.js';
 import { LodTable, badEvery } from './lod.js';
+import { MISS, RowMemo } from './row-memo.js';
 
 /** Where one agent lives: built on demand (the table keeps it packed, see RouterSession.routes). */
 interface Route {
@@ -49,15 +50,8 @@ class RouterSession {
    * every worker's rows of a frame (`stageRows`): so `fast` lives in shared memory, read by that worker.
    */
   denseRoutes = 0;
-  /**
-   * Where the rows of the last snapshots found their agents, by row position: game servers list their agents in
-   * the same order tick after tick, so row i names the same agent as last time, and one comparison (of numbers,
-   * or of two short strings) finds it whatever the ids look like — sparse integers or strings miss the `fast`
-   * array and would pay a Map lookup (a string: hashed anew each frame) per row. Packed `host << 24 | slot` as in
-   * `fast`. Emptied whenever a route goes away (an id may come back elsewhere).
-   */
-  rowIds: AgentId[] = [];
-  rowAt = new Int32Array(0);
+  /** Where the rows of the last snapshots found their agents (row-memo.ts), packed as in `fast`; found ones only. */
+  readonly rowMemo = new RowMemo();
   /** Moves whenever a route comes or goes: rows the workers staged against an older version are routed here instead. */
   version = 0;
   /** Which worker checks the session's next frame alone (`stageRows`, dense ids): they take turns. */
@@ -134,25 +128,17 @@ class RouterSession {
 
   /** `locate` for the id of row `i` of a snapshot: the row position's memo first. */
   locateRow(i: number, id: AgentId): number {
-    const rowIds = this.rowIds;
-    if (i < rowIds.length && rowIds[i] === id) return this.rowAt[i]!;
+    const memo = this.rowMemo.get(i, id);
+    if (memo !== MISS) return memo;
     const at = this.locate(id);
-    if (at >= 0 && i <= rowIds.length) {
-      if (i >= this.rowAt.length) {
-        const grown = new Int32Array(Math.max(1024, this.rowAt.length * 2));
-        grown.set(this.rowAt);
-        this.rowAt = grown;
-      }
-      if (i === rowIds.length) rowIds.push(id);
-      else rowIds[i] = id;
-      this.rowAt[i] = at;
-    }
+    // Unknown ids are not remembered, so a route that comes later needs no forgetting (one that goes does).
+    if (at >= 0) this.rowMemo.set(i, id, at);
     return at;
   }
 
   removeRoute(id: AgentId): void {
     this.version++;
-    if (this.rowIds.length > 0) this.rowIds = [];
+    this.rowMemo.clear();
     this.routes.delete(id);
     if (this.reloads.size > 0) this.reloads.delete(id);
     if (typeof id === 'number' && id >= 0 && id < this.fast.length && this.fast[id]! >= 0) {
@@ -512,7 +498,7 @@ export abstract class PoolRouter implements AgentPool {
         for (let i = 0; i < count; i++) {
           const id = ids[i]!;
           let at = typeof id === 'number' ? (fast[id] ?? -1) : -1;
-          if (at < 0) at = s.locate(id);
+          if (at < 0) at = s.locateRow(i, id);
           if (at < 0) {
             unknown++;
             continue;

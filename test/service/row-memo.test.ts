@@ -1,0 +1,113 @@
+// The row position memo (src/service/pool/row-memo.ts): rows find their agents by their position in the last frame
+// first. Whatever the ids (dense, sparse, strings), however the rows are reordered, and whoever comes and goes between
+// frames — an id despawned and another spawned into its slot, in its row position — every agent must see its own row.
+
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentId } from '../../src/bt/index.js';
+import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
+import { LIMITS, encode, parseClientFrame, parseSnapshotHead, type ParseOptions, type SnapshotMessage } from '../../src/protocol/index.js';
+
+const FIELDS = ['name'] as const;
+const DT = 0.05;
+const OPTIONS: ParseOptions = { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true };
+const ECHO = { root: { type: 'action', action: 'echo', instant: true, args: { name: 'self.name' } } };
+
+let dir: string;
+/** Each pool, and whether its workers find the rows (`stageRows`, each with its own memo) or the main thread does. */
+const pools: Array<[string, AgentPool, boolean]> = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'canopy-memo-'));
+  mkdirSync(join(dir, 'trees'));
+  writeFileSync(join(dir, 'trees', 'echo.json'), JSON.stringify(ECHO));
+  const inline = await createAgentPool({ trees: join(dir, 'trees'), workers: 0 });
+  const workers = await createAgentPool({ trees: join(dir, 'trees'), workers: 2 });
+  pools.push(['inline', inline, false], ['2 workers, rows read here', workers, false], ['2 workers, rows read there', workers, true]);
+  await Promise.all(pools.map(([, p]) => p.ready()));
+});
+
+afterAll(async () => {
+  await Promise.all([...new Set(pools.map(([, p]) => p))].map((p) => p.close()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A deterministic shuffle (a fixed LCG): the same order for the same seed. */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  let x = seed;
+  for (let i = out.length - 1; i > 0; i--) {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    const j = x % (i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+describe('row position memo', () => {
+  for (const [style, idOf] of [
+    ['dense', (k: number): AgentId => k],
+    ['sparse', (k: number): AgentId => 1_000_000 * (k + 1) + k],
+    ['string', (k: number): AgentId => `npc-${k}`],
+  ] as const) {
+    it(`${style} ids: reordered rows, agents replaced in their row position, agents back in other slots: each sees its own row`, async () => {
+      for (const [name, pool, staged] of pools) {
+        const s = `memo-${style}-${name}`;
+        pool.createSession(s, { fields: FIELDS, maxAgents: 1000 });
+        let live: AgentId[] = Array.from({ length: 40 }, (_, k) => idOf(k));
+        expect(pool.spawn(s, live.map((id, k) => ({ id, tree: 'echo', seed: k }))).errors).toEqual([]);
+        let order = live;
+        let next = 40;
+        const refused: unknown[] = [];
+        for (let n = 1; n <= 8; n++) {
+          if (n === 3 || n === 6) order = shuffled(live, n); // ticks 1–2, 4–5, 7–8 repeat the order before them
+          if (n === 4) {
+            // Three agents go and three new ones take their slots and their row positions.
+            const gone = new Set([order[2], order[10], order[20]]);
+            pool.despawn(s, [...gone] as AgentId[]);
+            const fresh = [idOf(next++), idOf(next++), idOf(next++)];
+            refused.push(...pool.spawn(s, fresh.map((id, k) => ({ id, tree: 'echo', seed: 100 + k }))).errors);
+            let f = 0;
+            order = order.map((id) => (gone.has(id) ? fresh[f++]! : id));
+            live = order;
+          }
+          if (n === 7) {
+            // Three agents go, new ones take their slots, and the three come back elsewhere: same ids, same row
+            // positions, other slots.
+            const back = [order[3]!, order[11]!, order[21]!];
+            pool.despawn(s, back);
+            const fresh = [idOf(next++), idOf(next++), idOf(next++)];
+            refused.push(...pool.spawn(s, fresh.map((id, k) => ({ id, tree: 'echo', seed: 200 + k }))).errors);
+            refused.push(...pool.spawn(s, back.map((id, k) => ({ id, tree: 'echo', seed: 300 + k }))).errors);
+            order = [...order, ...fresh];
+            live = order;
+          }
+          if (n === 8) {
+            // One agent goes and nobody comes: its row, still sent, names nobody now.
+            pool.despawn(s, [order[5]!]);
+            live = order.filter((_, k) => k !== 5);
+          }
+          const rows = order.map((id) => [id, `${String(id)}@${n}`]);
+          if (n === 5) rows.splice(7, 0, [idOf(999), 'ghost']);
+          const bytes = encode({ t: 'snapshot', tick: n, time: n * DT, agents: rows });
+          const unread = staged ? parseSnapshotHead(bytes, LIMITS.defaultMaxFrameBytes, OPTIONS) : undefined;
+          const staging = unread === undefined ? null : pool.stageRows(s, bytes, unread.start, unread.count, FIELDS.length);
+          const parsed = parseClientFrame(bytes, LIMITS.defaultMaxFrameBytes, OPTIONS);
+          expect(parsed.ok).toBe(true);
+          const rowsRead = staging === null ? (parsed.ok ? (parsed.msg as SnapshotMessage).agents : []) : await staging;
+          expect(rowsRead, 'the workers took the rows').not.toBeNull();
+          const observed = pool.observe(s, rowsRead as Parameters<AgentPool['observe']>[1], false);
+          expect(refused).toEqual([]);
+          expect(observed.unknown).toBe(n === 5 || n === 8 ? 1 : 0);
+          const out = await pool.tick(s, n, n * DT, DT, n);
+          const seen = new Map(out.actions.map(([id, , , args]) => [id, (args as { name: string }).name]));
+          expect(seen.size).toBe(live.length);
+          for (const id of live) expect(seen.get(id), `${name}, tick ${n}, agent ${String(id)}`).toBe(`${String(id)}@${n}`);
+        }
+        pool.destroySession(s);
+      }
+    });
+  }
+});
