@@ -11,7 +11,7 @@ import { packAgents, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { FrameCursor, checkFrameRows } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
-import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type StageOrder, type StageReply, type TickOrder, type TickReply, type ToHost } from './wire.js';
+import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
@@ -283,9 +283,9 @@ export class AgentHost {
     const count = msg.count;
     if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
     const ok = checkFrameRows(msg.frame, msg.start, count, msg.width, stageIds, stageOffsets);
-    if (ok && msg.routes !== undefined) return stageAll(msg, msg.routes, msg.hosts ?? 1);
+    if (ok && msg.routes !== null) return stageAll(msg, msg.routes, msg.hosts);
     const s = this.sessions.get(msg.session);
-    if (!ok || s === undefined) return { t: 'staged', req: msg.req, ok, count: 0, slots: new Int32Array(0), offsets: new Int32Array(0) };
+    if (!ok || s === undefined) return { t: 'staged', req: msg.req, ok, parts: [] };
     const agents = s.agents;
     const ids = stageIds;
     const offsets = stageOffsets;
@@ -308,7 +308,7 @@ export class AgentHost {
       kept[n] = offsets[i]!;
       n++;
     }
-    return { t: 'staged', req: msg.req, ok: true, count: n, slots, offsets: kept };
+    return { t: 'staged', req: msg.req, ok: true, parts: n === 0 ? [] : [{ host: msg.host, count: n, slots, offsets: kept }] };
   }
 
   /** Crash recovery: rebuilds a session's agents from a checkpoint, in their old slots. */
@@ -636,7 +636,7 @@ function stageAll(msg: StageOrder, routes: Int32Array, hosts: number): StageRepl
     at[i] = packed;
     if (packed >= 0) counts[packed >>> 24]!++;
   }
-  const parts: Array<[number, number, Int32Array, Int32Array]> = [];
+  const parts: StagedPart[] = [];
   for (let h = 0; h < hosts; h++) {
     const n = counts[h]!;
     if (n === 0) continue;
@@ -650,9 +650,9 @@ function stageAll(msg: StageOrder, routes: Int32Array, hosts: number): StageRepl
       kept[j] = offsets[i]!;
       j++;
     }
-    parts.push([h, n, slots, kept]);
+    parts.push({ host: h, count: n, slots, offsets: kept });
   }
-  return { t: 'staged', req: msg.req, ok: true, count: 0, slots: new Int32Array(0), offsets: new Int32Array(0), parts };
+  return { t: 'staged', req: msg.req, ok: true, parts };
 }
 
 /** A stage's ids and offsets of every row, and where each row goes (stageAll), reused from frame to frame. */

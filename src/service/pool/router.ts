@@ -9,7 +9,7 @@ import { SessionShard } from './shard.js';
 import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
 import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, WorkerStats } from './types.js';
 import type { TreeLibrary } from '../../bt/library.js';
-import { transferList, type FromHost, type HostRequest, type StageOrder, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
+import { transferList, type FromHost, type HostRequest, type StageOrder, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
 import { Msg, isAgentId, isPackedRows, stagedAsFrameRows, type PackedRows, type StagedRows } from '../../protocol/index.js';
@@ -560,35 +560,24 @@ export abstract class PoolRouter implements AgentPool {
     if (hosts.length === 0) return null;
     const frame = this.shareFrame(bytes);
     const version = s.version;
-    if (hosts.length > 1 && s.denseRoutes === s.routes.size) {
-      // Every id routed is a small integer in `fast` (shared memory): one worker checks the rows and finds every
-      // worker's, in turn, instead of each worker scanning every row.
-      const scanner = hosts[s.nextScanner++ % hosts.length]!;
-      const order: StageOrder = { t: 'stage', req: this.nextReq++, session, frame, start, count, width, routes: s.fast, hosts: this.hostCount };
-      return this.request(scanner, order, []).then(
-        (a) => {
-          if (a.t !== 'staged' || !a.ok || a.parts === undefined) return null;
-          const kept: Array<StagedRows['kept'][number]> = [];
-          let known = 0;
-          for (const [host, n, slots, offsets] of a.parts) {
-            known += n;
-            kept.push({ host, count: n, slots, offsets });
-          }
-          return { kind: 'staged', count, width, start, bytes, frame, kept, unknown: count - known, version };
-        },
-        () => null,
-      );
-    }
-    const replies = hosts.map((h) => this.request(h, { t: 'stage', req: this.nextReq++, session, frame, start, count, width }, []));
+    // Where every id routed is a small integer in `fast` (shared memory), one worker checks the rows and finds every
+    // worker's, in turn, instead of each worker scanning every row.
+    const routes = hosts.length > 1 && s.denseRoutes === s.routes.size ? s.fast : null;
+    const asked = routes === null ? hosts : [hosts[s.nextScanner++ % hosts.length]!];
+    const replies = asked.map((host) => {
+      const order: StageOrder = { t: 'stage', req: this.nextReq++, session, frame, start, count, width, host, routes, hosts: this.hostCount };
+      return this.request(host, order, []);
+    });
     return Promise.all(replies).then(
       (answers) => {
-        const kept: Array<StagedRows['kept'][number]> = [];
+        const kept: StagedPart[] = [];
         let known = 0;
-        for (let k = 0; k < answers.length; k++) {
-          const a = answers[k]!;
+        for (const a of answers) {
           if (a.t !== 'staged' || !a.ok) return null;
-          known += a.count;
-          if (a.count > 0) kept.push({ host: hosts[k]!, count: a.count, slots: a.slots, offsets: a.offsets });
+          for (const part of a.parts) {
+            known += part.count;
+            kept.push(part);
+          }
         }
         return { kind: 'staged', count, width, start, bytes, frame, kept, unknown: count - known, version };
       },

@@ -103,25 +103,33 @@ export interface StageOrder {
   start: number;
   count: number;
   width: number;
+  /** The host the order goes to: the `host` of its own part of the reply. */
+  host: number;
   /**
-   * When present: every agent of the session is routed in this table (id → `host << 24 | slot`, -1: none; shared
-   * memory, the router's), and this host finds the rows of every host (`parts` of the reply), not only its own.
+   * Not null: every agent of the session is routed in this table (id → `host << 24 | slot`, -1: none; shared memory,
+   * the router's), and this host finds the rows of every host (`hosts` of them), not only its own.
    */
-  routes?: Int32Array;
-  /** Hosts of the pool (with `routes`). */
-  hosts?: number;
+  routes: Int32Array | null;
+  hosts: number;
 }
 
-/** The answer to a StageOrder: whether every row passed the check; if so, this host's rows (`count` pairs, transferred). */
+/** The rows of one host's agents in a staged frame: `count` (slot, offset) pairs. */
+export interface StagedPart {
+  host: number;
+  count: number;
+  slots: Int32Array;
+  offsets: Int32Array;
+}
+
+/**
+ * The answer to a StageOrder: whether every row passed the check; if so, the rows it found (transferred), one part
+ * per host with any — its own, or every host's for an order with `routes`.
+ */
 export interface StageReply {
   t: 'staged';
   req: number;
   ok: boolean;
-  count: number;
-  slots: Int32Array;
-  offsets: Int32Array;
-  /** For a StageOrder with `routes`: each host's rows, [host, count, slots, offsets] (hosts with none left out). */
-  parts?: Array<[number, number, Int32Array, Int32Array]>;
+  parts: StagedPart[];
 }
 
 /** Crash recovery (recovery.ts): export the session's agents on this host and its world, between two ticks. */

@@ -57,8 +57,8 @@ if (!loaded.ok) {
     }
     if (reply === null) return;
     if (reply.t === 'staged') {
-      const transfer = [reply.slots.buffer as ArrayBuffer, reply.offsets.buffer as ArrayBuffer];
-      if (reply.parts !== undefined) for (const part of reply.parts) transfer.push(part[2].buffer as ArrayBuffer, part[3].buffer as ArrayBuffer);
+      const transfer: ArrayBuffer[] = [];
+      for (const part of reply.parts) transfer.push(part.slots.buffer as ArrayBuffer, part.offsets.buffer as ArrayBuffer);
       port.postMessage(reply, transfer);
       return;
     }
