@@ -303,7 +303,9 @@ export interface TreesMessage {
   /** Null when the tree was removed. */
   readonly hash: string | null;
   readonly removed: boolean;
+  /** The service's policy (CANOPY_RELOAD); a spawn's own `reload` field wins for its agent. */
   readonly policy: 'restart' | 'keep';
+  /** This session's agents on the tree restarted on the new version, and kept on their old one. */
   readonly restarted: number;
   readonly kept: number;
 }

@@ -4,20 +4,10 @@
 import type { AgentId, CompiledTree } from '../../bt/index.js';
 import type { DecisionColumns, SpareColumns } from './decisions.js';
 import { FrameCursor, type ColumnRows } from '../../protocol/index.js';
-import { MAX_VECTOR, Tag, type FrameBatch, type ResultBatch, type RowBatch } from './wire.js';
+import { MAX_VECTOR, Tag, type FrameBatch, type ResultBatch, type RowBatch, type TickOrder } from './wire.js';
 
 /** The input of one tick for one host, taken out of a shard by `take()`. */
-export interface ShardInput {
-  clear: boolean;
-  bb: Array<[number, Record<string, unknown>]> | null;
-  objects: Array<[number, Record<string, unknown>]> | null;
-  rows: RowBatch | null;
-  frameRows: FrameBatch | null;
-  results: ResultBatch | null;
-  spare: SpareColumns | null;
-  /** Level of detail: new tick intervals `[slot, every]` (absent: none). */
-  lod?: Array<[number, number]>;
-}
+export type ShardInput = Pick<TickOrder, 'clear' | 'bb' | 'objects' | 'rows' | 'frameRows' | 'results' | 'spare' | 'lod'>;
 
 const MIN_ROWS = 64;
 /** Buffers handed back by hosts and kept for reuse; two cover one tick in flight while the next fills. */

@@ -16,6 +16,7 @@ import {
   type Mode,
   type SnapshotMessage,
   type SpawnAgent,
+  type TreesMessage,
 } from '../../protocol/index.js';
 import { TickStats } from './tickStats.js';
 import { FixedClock, type ClockTick } from './clock.js';
@@ -38,18 +39,7 @@ export interface SessionOutput {
 }
 
 /** The `trees` message's fields: the tree, its new version, and what the reload did to this session's agents. */
-export interface TreesNotice {
-  readonly tree: string;
-  readonly version: number;
-  /** Null when the tree was removed. */
-  readonly hash: string | null;
-  readonly removed: boolean;
-  /** The service's policy (CANOPY_RELOAD); a spawn's own `reload` field wins for its agent. */
-  readonly policy: 'restart' | 'keep';
-  /** This session's agents on the tree restarted on the new version, and kept on their old one. */
-  readonly restarted: number;
-  readonly kept: number;
-}
+export type TreesNotice = Omit<TreesMessage, 't'>;
 
 /** The inputs a session applies, in the order it applies them: what the recorder and the durable journal both log. */
 export interface InputTap {
