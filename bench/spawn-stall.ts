@@ -14,7 +14,7 @@ import { decodeItems, encode, LIMITS, parseClientFrame, parseClientMessage, spli
 import { AgentHost } from '../src/service/pool/host.js';
 import { loadTrees } from '../src/service/pool/load.js';
 import { PoolRouter } from '../src/service/pool/router.js';
-import { SpawnSlicer } from '../src/service/pool/slicer.js';
+import { Slicer } from '../src/service/pool/slicer.js';
 import { packSpawnOrders, spawnOrderAt } from '../src/service/pool/spawns.js';
 import type { SpawnEntry } from '../src/service/pool/types.js';
 import type { FromHost, HostRequest, ToHost, WorldUpdate } from '../src/service/pool/wire.js';
@@ -153,7 +153,7 @@ function round(style: (typeof ID_STYLES)[number], k: number): Figures {
   for (const h of [0, 1]) {
     const host = new AgentHost(library);
     const pending: Array<() => void> = [];
-    const slicer = new SpawnSlicer((msg) => host.handle(msg), () => undefined, undefined, (next) => pending.push(next));
+    const slicer = new Slicer((msg) => host.handle(msg), () => undefined, undefined, (next) => pending.push(next));
     for (const p of parts.posted.filter((x) => x.host === h)) {
       t = performance.now();
       const msg = deserialize(p.bytes) as ToHost;

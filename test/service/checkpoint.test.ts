@@ -4,7 +4,7 @@
 import { deserialize } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { Agent, DecisionBuffer, NodeCatalog, compileTree, type CompiledTree } from '../../src/bt/index.js';
-import { packAgents, unpackAgents } from '../../src/service/pool/checkpoint.js';
+import { AgentPacking, packAgents, unpackAgents } from '../../src/service/pool/checkpoint.js';
 
 const tree = compileTree(
   'mixed',
@@ -110,6 +110,25 @@ describe('packed checkpoints', () => {
       check('nums' in column ? column.nums : column);
     }
     expect(packed.bb.tags.length).toBeGreaterThan(2 * back.agents.length); // grew past count * 2
+  });
+
+  it('packed in parts (a worker between its other messages), the bytes are those of one pack', () => {
+    const agents: Array<Agent | null> = [];
+    for (let i = 0; i < 500; i++) {
+      const a = new Agent(tree, i % 5 === 0 ? `orc-${i}` : i, { seed: i, label: i % 7 === 0 ? `L${i}` : '' });
+      a.self = i % 6 === 0 ? null : { x: i / 4, tag: i % 2 === 0 ? 'even' : [i] };
+      agents.push(i % 50 === 9 ? null : a);
+    }
+    const out = new DecisionBuffer();
+    for (let t = 1; t <= 6; t++) for (const a of agents) a?.tick(t * 0.05, 0.05, out);
+    const world = { at: [1, 2] };
+    const packing = new AgentPacking(agents, FIELDS);
+    let parts = 1;
+    // A deadline already passed: one step of agents per call.
+    while (!packing.step(0)) parts++;
+    expect(parts).toBeGreaterThan(5);
+    expect(packing.count).toBe(agents.filter((a) => a !== null).length);
+    expect(Buffer.from(packing.finish(world, null, 0.3)).equals(Buffer.from(packAgents(agents, FIELDS, world, null, 0.3)))).toBe(true);
   });
 
   it('refuses a checkpoint whose tree was reloaded since (another version under the same name), rather than misread it', () => {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentId } from '../../src/bt/index.js';
 import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
-import { SLICED_SPAWN, SpawnSlicer } from '../../src/service/pool/slicer.js';
+import { SLICED_SPAWN, Slicer } from '../../src/service/pool/slicer.js';
 import { packSpawnOrders } from '../../src/service/pool/spawns.js';
 import type { SpawnOrder, TickOrder, ToHost } from '../../src/service/pool/wire.js';
 import { encode } from '../../src/protocol/index.js';
@@ -36,11 +36,11 @@ const tickOf = (session: string, req: number): TickOrder => ({
 });
 
 /** A slicer whose slices run when the test says, recording what it runs (a spawn as `spawn s from..to`). */
-function harness(sliceMs = 0): { slicer: SpawnSlicer; ran: string[]; done: () => number; step: () => boolean } {
+function harness(sliceMs = 0, packParts = 0): { slicer: Slicer; ran: string[]; done: () => number; step: () => boolean } {
   const ran: string[] = [];
   let finished = 0;
   const queue: Array<() => void> = [];
-  const slicer = new SpawnSlicer(
+  const slicer = new Slicer(
     (msg) => {
       if (msg.t === 'spawn') {
         // Parts of one spawn run back to back read as one range.
@@ -53,11 +53,23 @@ function harness(sliceMs = 0): { slicer: SpawnSlicer; ran: string[]; done: () =>
     () => finished++,
     sliceMs,
     (next) => queue.push(next),
+    // A checkpoint packed in `packParts` parts (0: whole, as for a small session); each part is recorded.
+    (msg) => {
+      if (packParts === 0) return null;
+      let part = 0;
+      return (until) => {
+        ran.push(`pack ${msg.session} part ${++part}${until === Infinity ? ' to the end' : ''}`);
+        if (until === Infinity) part = packParts;
+        if (part < packParts) return false;
+        ran.push(`checkpointed ${msg.session}`);
+        return true;
+      };
+    },
   );
   return { slicer, ran, done: () => finished, step: () => (queue.length === 0 ? false : (queue.shift()!(), true)) };
 }
 
-describe('SpawnSlicer', () => {
+describe('Slicer', () => {
   it('lets small spawns and other sessions through at once, holds a large spawn and what its session sends after it', () => {
     const { slicer, ran, done, step } = harness();
     expect(slicer.take(spawnOf('a', SLICED_SPAWN))).toBe(false);
@@ -74,6 +86,28 @@ describe('SpawnSlicer', () => {
     expect(slicer.held).toBe(0);
     // Nothing held: b's messages pass again.
     expect(slicer.take(tickOf('b', 3))).toBe(false);
+  });
+
+  it('packs a large checkpoint in parts: other sessions go between them, its own session waits for the last', () => {
+    const { slicer, ran, done, step } = harness(0, 3);
+    const checkpoint: ToHost = { t: 'checkpoint', req: 1, session: 'a' };
+    expect(slicer.take(checkpoint)).toBe(true);
+    expect(slicer.take(tickOf('a', 2))).toBe(true);
+    expect(slicer.take(tickOf('b', 3))).toBe(false); // not held: the caller runs it now, before the pack's next part
+    const slices: string[][] = [];
+    while (step()) slices.push(ran.splice(0));
+    expect(slices).toEqual([['pack a part 1'], ['pack a part 2'], ['pack a part 3', 'checkpointed a'], ['tick a 2']]);
+    expect(done()).toBe(2);
+    // A small session's checkpoint runs whole, at once.
+    const small = harness(0, 0);
+    expect(small.slicer.take({ t: 'checkpoint', req: 4, session: 'c' })).toBe(false);
+    // Behind a held spawn, the pack starts when its turn comes; a message naming no session finishes it at once.
+    const behind = harness(0, 3);
+    behind.slicer.take(spawnOf('d', 100));
+    expect(behind.slicer.take({ t: 'checkpoint', req: 5, session: 'd' })).toBe(true);
+    expect(behind.ran).toEqual([]);
+    expect(behind.slicer.take({ t: 'inspect', req: 9, session: '', slot: -1 })).toBe(false);
+    expect(behind.ran).toEqual(['spawn d 0..99', 'pack d part 1 to the end', 'checkpointed d']);
   });
 
   it('serves sessions in the order their spawns came, each to its end; a message naming no session waits for all', () => {

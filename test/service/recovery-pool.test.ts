@@ -4,6 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashWorkerForTests, createAgentPool, type AgentPool, type Decisions, type WorkerPool } from '../../src/service/pool/index.js';
+import { SLICED_PACK } from '../../src/service/pool/host.js';
 import type { AgentId } from '../../src/bt/index.js';
 import { writeFixture } from './harness.js';
 
@@ -46,9 +47,9 @@ afterAll(async () => {
 });
 
 /** Ticks 1..24 of a scripted session; `crashAt` ticks get a crash of worker `crashAt[tick]` posted just before them. */
-async function run(pool: AgentPool, crashAt: Record<number, number>): Promise<Decisions[]> {
-  pool.createSession('s', { fields: ['x'], maxAgents: 100 });
-  pool.spawn('s', Array.from({ length: 30 }, (_, i) => ({ id: i, tree: 'mixed', seed: i * 7 })));
+async function run(pool: AgentPool, crashAt: Record<number, number>, agents = 30): Promise<Decisions[]> {
+  pool.createSession('s', { fields: ['x'], maxAgents: 10_000 });
+  pool.spawn('s', Array.from({ length: agents }, (_, i) => ({ id: i, tree: 'mixed', seed: i * 7 })));
   const out: Decisions[] = [];
   let results: Array<[AgentId, number, 'success' | 'failure']> = [];
   for (let tick = 1; tick <= 24; tick++) {
@@ -56,7 +57,7 @@ async function run(pool: AgentPool, crashAt: Record<number, number>): Promise<De
     if (tick === 9) pool.despawn('s', [4, 5]);
     if (tick === 11) pool.spawn('s', [{ id: 50, tree: 'mixed', seed: 1 }]);
     if (tick === 13) pool.setWorld('s', { tick });
-    pool.observe('s', Array.from({ length: 30 }, (_, i) => [i, tick * 10 + i]), false);
+    pool.observe('s', Array.from({ length: agents }, (_, i) => [i, tick * 10 + i]), false);
     pool.results('s', results);
     const crash = crashAt[tick];
     const replaced = crash === undefined ? null : crashWorkerForTests(pool, crash);
@@ -69,9 +70,9 @@ async function run(pool: AgentPool, crashAt: Record<number, number>): Promise<De
 }
 
 /** The session of `run` on the inline pool: what every crashed run must decide. */
-async function inlineReference(): Promise<Decisions[]> {
+async function inlineReference(agents = 30): Promise<Decisions[]> {
   const inline = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 0 });
-  const reference = await run(inline, {});
+  const reference = await run(inline, {}, agents);
   await inline.close();
   expect(reference.flatMap((d) => d.errors)).toEqual([]);
   return reference;
@@ -92,6 +93,20 @@ describe('crash recovery (worker pool)', () => {
       await pool.close();
     }
   });
+
+  it(`sessions large enough to be packed in parts (over ${SLICED_PACK} agents a worker): crashes right after a checkpoint and between two, the decisions of the inline pool`, async () => {
+    const agents = 2 * SLICED_PACK + 500;
+    const reference = await inlineReference(agents);
+    const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2, checkpointMs: 200, checkpointTicks: 1 });
+    try {
+      await pool.ready();
+      const crashed = await run(pool, { 6: 1, 11: 0, 16: 1 }, agents);
+      expect(crashed).toEqual(reference);
+      expect((pool as WorkerPool).recoveryStats().checkpoints).toBeGreaterThan(4);
+    } finally {
+      await pool.close();
+    }
+  }, 60_000);
 
   it('a replacement that goes down again before its restore is done is replaced again: the decisions of the inline pool', async () => {
     const reference = await inlineReference();

@@ -2,6 +2,7 @@
 // typed arrays and flat value lists, serialized once by the host into bytes the main thread keeps without reading.
 
 import { serialize, deserialize } from 'node:v8';
+import { performance } from 'node:perf_hooks';
 import { Agent, type AgentId, type AgentState, type CompiledTree } from '../../bt/index.js';
 import { LodTable, type PackedLod } from './lod.js';
 // The engine's one code generation site and its template (as host.ts's row writers).
@@ -219,25 +220,67 @@ export function packAgents(
   lod: LodTable | null = null,
   previous = Number.NaN,
 ): Uint8Array {
-  let count = 0;
-  let statusLength = 0;
-  let numbersLength = 0;
-  for (let slot = 0; slot < agents.length; slot++) {
-    const a = agents[slot];
-    if (a === null || a === undefined) continue;
-    count++;
-    statusLength += a.status.length;
-    numbersLength += a.slots.length;
+  const packing = new AgentPacking(agents, fields);
+  packing.step(Infinity);
+  return packing.finish(world, lod, previous);
+}
+
+/** Agents packed between two looks at the clock. */
+const PACK_STEP = 64;
+
+/**
+ * packAgents a part at a time (a worker packs a large session between its other messages, slicer.ts): `step`
+ * until it says done, then `finish`. The agents must not change meanwhile — the worker holds the session's other
+ * messages until the pack is finished — so the bytes are packAgents' own.
+ */
+export class AgentPacking {
+  private readonly packer: Packer;
+  private next = 0;
+  /** Agents in the pack. */
+  readonly count: number;
+
+  constructor(
+    private readonly agents: ReadonlyArray<Agent | null>,
+    fields: readonly string[] | null,
+  ) {
+    let count = 0;
+    let statusLength = 0;
+    let numbersLength = 0;
+    for (let slot = 0; slot < agents.length; slot++) {
+      const a = agents[slot];
+      if (a === null || a === undefined) continue;
+      count++;
+      statusLength += a.status.length;
+      numbersLength += a.slots.length;
+    }
+    this.count = count;
+    this.packer = new Packer(count, statusLength, numbersLength, fields);
   }
-  const packer = new Packer(count, statusLength, numbersLength, fields);
-  for (let slot = 0; slot < agents.length; slot++) {
-    const a = agents[slot];
-    if (a !== null && a !== undefined) packer.add(slot, a);
+
+  /** Packs agents until `until` (performance.now() time; Infinity: all of them). True once every agent is packed. */
+  step(until: number): boolean {
+    const agents = this.agents;
+    const packer = this.packer;
+    let slot = this.next;
+    while (slot < agents.length) {
+      const to = Math.min(agents.length, slot + PACK_STEP);
+      for (; slot < to; slot++) {
+        const a = agents[slot];
+        if (a !== null && a !== undefined) packer.add(slot, a);
+      }
+      if (slot < agents.length && until !== Infinity && performance.now() >= until) break;
+    }
+    this.next = slot;
+    return slot >= agents.length;
   }
-  const packed = packer.done(world);
-  if (lod !== null) packed.lod = lod.pack(Array.from(packed.slots));
-  if (!Number.isNaN(previous)) packed.previous = previous;
-  return serialize(packed);
+
+  /** The bytes, once `step` said done. */
+  finish(world: unknown, lod: LodTable | null, previous: number): Uint8Array {
+    const packed = this.packer.done(world);
+    if (lod !== null) packed.lod = lod.pack(Array.from(packed.slots));
+    if (!Number.isNaN(previous)) packed.previous = previous;
+    return serialize(packed);
+  }
 }
 
 /**

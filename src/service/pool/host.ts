@@ -7,11 +7,11 @@ import { performance } from 'node:perf_hooks';
 import { Agent, type AgentFrame, type AgentId, type CompiledTree, type DecisionSink } from '../../bt/index.js';
 // The engine's one code generation site and its template (generate is not part of the engine's public API).
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
-import { packAgents, unpackAgents } from './checkpoint.js';
+import { AgentPacking, packAgents, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { FrameCursor, checkFrameRows } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
-import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost } from './wire.js';
+import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
@@ -200,6 +200,9 @@ const DISCARD: DecisionSink = {
  */
 const keepShape: unknown[] = [null];
 
+/** Sessions with more agent slots than this have their checkpoints packed in parts on a worker (~0.5 µs an agent). */
+export const SLICED_PACK = 2000;
+
 /** Hosts agents of any number of sessions; `handle` takes one router message and returns the reply, if any. */
 export class AgentHost {
   private trees: TreeLookup;
@@ -272,6 +275,26 @@ export class AgentHost {
     for (let i = 0; i < agents.length; i++) if (agents[i] !== null) count++;
     const bytes = packAgents(agents, s?.fields ?? null, s?.world ?? null, s?.lod ?? null, s?.previous ?? Number.NaN);
     return { t: 'checkpointed', req, agents: count, bytes, ms: performance.now() - started };
+  }
+
+  /**
+   * The checkpoint of a session of more than SLICED_PACK slots, packed a part at a time (the worker's slicer runs
+   * the parts between its other messages and holds the session's own until the last): each call packs until
+   * `until` and gives the reply once done, else null. Null for a smaller session: `handle` packs it at once. `ms`
+   * counts the parts' own time, not the waits between them.
+   */
+  checkpointInParts(msg: CheckpointOrder): ((until: number) => FromHost | null) | null {
+    const s = this.sessions.get(msg.session);
+    if (s === undefined || s.agents.length <= SLICED_PACK) return null;
+    const packing = new AgentPacking(s.agents, s.fields);
+    let ms = 0;
+    return (until) => {
+      const started = performance.now();
+      const done = packing.step(until);
+      const bytes = done ? packing.finish(s.world, s.lod, s.previous) : null;
+      ms += performance.now() - started;
+      return bytes === null ? null : { t: 'checkpointed', req: msg.req, agents: packing.count, bytes, ms };
+    };
   }
 
   /**

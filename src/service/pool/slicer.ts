@@ -1,8 +1,9 @@
-// Large spawns on a worker, in slices: creating thousands of agents takes a worker tens of milliseconds (more
-// while the code is still cold), and every session on that worker would wait for it. The slicer holds a large
-// spawn, and everything its session sends after it, and works through them a slice at a time between the
-// worker's other messages: other sessions' ticks go first, the spawning session's own messages keep their
-// order (a tick right behind a spawn still sees every agent of it).
+// Large work on a worker, in slices: creating thousands of agents, or packing a large session for a crash-recovery
+// checkpoint, takes a worker milliseconds to tens of milliseconds (more while the code is still cold), and every
+// session on that worker would wait for it. The slicer holds a large spawn or checkpoint, and everything its session
+// sends after it, and works through them a slice at a time between the worker's other messages: other sessions'
+// ticks go first, the session's own messages keep their order (a tick right behind a spawn still sees every agent
+// of it; a checkpoint packs the agents as they were when it was asked for, since nothing of theirs runs meanwhile).
 
 import { performance } from 'node:perf_hooks';
 import { spawnPart } from './spawns.js';
@@ -15,14 +16,24 @@ export const SLICED_SPAWN = 64;
 /** Agents created between two looks at the clock. */
 const STEP = 32;
 
-/** One held message; `next`: the first agent of a spawn not created yet. */
+/**
+ * A held message worked through in parts (a checkpoint's packing): each call works until `until` (performance.now()
+ * time; Infinity: to the end) and says whether the message is finished, its reply posted.
+ */
+export type Parts = (until: number) => boolean;
+
+/**
+ * One held message; `next`: the first agent of a spawn not created yet; `parts`: a checkpoint's packing (undefined:
+ * not started; null: small enough to run whole).
+ */
 interface Held {
   readonly msg: ToHost;
   next: number;
+  parts: Parts | null | undefined;
 }
 
-/** Holds and runs the large spawns of one worker (and what their sessions send behind them). */
-export class SpawnSlicer {
+/** Holds and runs the large spawns and checkpoints of one worker (and what their sessions send behind them). */
+export class Slicer {
   /** Per session, its held messages in arrival order; sessions are served in the order their first was held. */
   private readonly queues = new Map<string, Held[]>();
   private scheduled = false;
@@ -31,12 +42,14 @@ export class SpawnSlicer {
    * @param run handles one message (a spawn possibly cut to a part of its agents), posting its reply if any
    * @param done called once a held message is finished (the worker's progress board: it owed that message)
    * @param schedule runs the next slice later, after the messages waiting now (setImmediate)
+   * @param parts a checkpoint's packing in parts, or null to run it whole (a small session)
    */
   constructor(
     private readonly run: (msg: ToHost) => void,
     private readonly done: () => void,
     private readonly sliceMs = SLICE_MS,
     private readonly schedule: (next: () => void) => void = (next) => void setImmediate(next),
+    private readonly parts: (msg: ToHost) => Parts | null = () => null,
   ) {}
 
   /** Messages held now. */
@@ -47,8 +60,8 @@ export class SpawnSlicer {
   }
 
   /**
-   * Takes `msg` when it must wait: a large spawn, or any message of a session with messages held. False: the
-   * caller runs it now. A message naming no session (crash recovery's "replay done" marker) first finishes every
+   * Takes `msg` when it must wait: a large spawn or checkpoint, or any message of a session with messages held.
+   * False: the caller runs it now. A message naming no session (crash recovery's "replay done" marker) first finishes every
    * held message, so it is answered after everything sent before it.
    */
   take(msg: ToHost): boolean {
@@ -59,11 +72,19 @@ export class SpawnSlicer {
     }
     const q = this.queues.get(session);
     if (q !== undefined) {
-      q.push({ msg, next: 0 });
+      q.push({ msg, next: 0, parts: undefined });
       return true;
     }
-    if (msg.t !== 'spawn' || msg.agents.count <= SLICED_SPAWN) return false;
-    this.queues.set(session, [{ msg, next: 0 }]);
+    let parts: Parts | null | undefined;
+    if (msg.t === 'spawn') {
+      if (msg.agents.count <= SLICED_SPAWN) return false;
+    } else if (msg.t === 'checkpoint') {
+      parts = this.parts(msg);
+      if (parts === null) return false;
+    } else {
+      return false;
+    }
+    this.queues.set(session, [{ msg, next: 0, parts }]);
     this.later();
     return true;
   }
@@ -97,6 +118,10 @@ export class SpawnSlicer {
             held.next = to;
             if (held.next < agents.count && performance.now() >= until) return;
           }
+        } else if (msg.t === 'checkpoint') {
+          if (held.parts === undefined) held.parts = this.parts(msg);
+          if (held.parts === null) this.run(msg);
+          else if (!held.parts(until)) return;
         } else {
           this.run(msg);
         }

@@ -8,7 +8,7 @@ import { loadTrees } from './load.js';
 import { libraryFromDefinitions, loadDefinitions } from './reload.js';
 import { ProgressBoard } from './progress.js';
 import { transferList, type FromHost, type ToHost, type TreesOrder, type WorkerHello } from './wire.js';
-import { SpawnSlicer } from './slicer.js';
+import { SLICE_MS, Slicer, type Parts } from './slicer.js';
 
 /** The test hook's message (crashWorkerForTests): the worker dies the way a bug would kill it. */
 interface CrashOrder {
@@ -51,6 +51,27 @@ if (!loaded.ok) {
       if (!('req' in msg)) throw err;
       reply = { t: 'failed', req: msg.req, message: err instanceof Error ? err.message : String(err) };
     }
+    post(reply);
+  };
+  // A large session's checkpoint is packed in parts between the worker's other messages (slicer.ts).
+  const parts = (msg: ToHost): Parts | null => {
+    if (msg.t !== 'checkpoint') return null;
+    const pack = host.checkpointInParts(msg);
+    if (pack === null) return null;
+    return (until) => {
+      board.step(); // the watchdog sees the worker move between parts
+      let reply: FromHost | null;
+      try {
+        reply = pack(until);
+      } catch (err) {
+        reply = { t: 'failed', req: msg.req, message: err instanceof Error ? err.message : String(err) };
+      }
+      if (reply === null) return false;
+      post(reply);
+      return true;
+    };
+  };
+  const post = (reply: FromHost | null): void => {
     if (reply !== null && reply.t === 'checkpointed') {
       port.postMessage(reply, ownBuffer(reply.bytes));
       return;
@@ -64,7 +85,7 @@ if (!loaded.ok) {
     }
     port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions, reply.frameRows) : []);
   };
-  const slices = new SpawnSlicer(run, () => board.end());
+  const slices = new Slicer(run, () => board.end(), SLICE_MS, undefined, parts);
   const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {
     if (msg.t === 'crash') throw new Error('pool worker: crash requested (test hook)');
     if (msg.t === 'trees') {
@@ -76,7 +97,7 @@ if (!loaded.ok) {
       board.end();
       return;
     }
-    // A large spawn, and whatever its session sends after it, waits in the slicer; other sessions go first.
+    // A large spawn or checkpoint, and whatever its session sends after it, waits in the slicer; other sessions go first.
     if (slices.take(msg)) return;
     try {
       run(msg);
