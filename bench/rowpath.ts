@@ -164,7 +164,7 @@ actions = 0;
 for (let n = warmup; n < warmup + ticks; n++) await round(n);
 const wall = (performance.now() - started) / 1000;
 const after = threadCpu();
-const recovery = pool instanceof WorkerPool ? pool.recoveryStats() : { checkpoints: 0, packMedianMs: 0 };
+const recovery = pool instanceof WorkerPool ? pool.recoveryStats() : { checkpoints: 0, packMedianMs: 0, partMedianMs: 0, partMaxMs: 0 };
 await pool.close();
 
 const agentTicks = ticks * perSession * sessions;
@@ -187,7 +187,7 @@ const result = {
   actionsPerTick: actions / ticks,
   decisionBytesPerTick: decisionBytes / ticks,
   /** Crash-recovery checkpoints over the whole run (spawn and warm-up included): how many, and a pack's median time on its worker. */
-  checkpoints: { count: recovery.checkpoints, packMedianMs: recovery.packMedianMs },
+  checkpoints: { count: recovery.checkpoints, packMedianMs: recovery.packMedianMs, partMedianMs: recovery.partMedianMs, partMaxMs: recovery.partMaxMs },
   loadAverage: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
 };
 if (values.json) console.log(JSON.stringify(result));
@@ -197,5 +197,5 @@ else {
   const c = result.cpuUsPerAgentTick;
   console.log(`CPU per agent-tick: ${c.total.toFixed(3)} µs = main ${c.main.toFixed(3)} + workers ${c.workers.toFixed(3)} + GC/JIT helpers ${c.other.toFixed(3)}`);
   console.log(`main thread share ${(100 * share).toFixed(1)} %, Amdahl bound on 16 cores ${result.amdahl16.toFixed(1)}×; ${result.actionsPerTick.toFixed(0)} actions a tick`);
-  console.log(`checkpoints ${recovery.checkpoints}, pack median ${recovery.packMedianMs.toFixed(2)} ms (wall time on a worker, ${Math.round(perSession / Math.max(1, workers))} agents)`);
+  console.log(`checkpoints ${recovery.checkpoints}, pack median ${recovery.packMedianMs.toFixed(2)} ms (wall time on a worker, ${Math.round(perSession / Math.max(1, workers))} agents), held its worker ${recovery.partMedianMs.toFixed(2)} ms at a time (median; at most ${recovery.partMaxMs.toFixed(2)})`);
 }

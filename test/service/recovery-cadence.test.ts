@@ -22,7 +22,7 @@ function dueTicks(journal: RecoveryJournal, ticks: number, dt: number, bytes: nu
     if (!journal.record(0, order)) continue;
     due.push(n);
     journal.requested(0, 's', 1000 + n, order.time);
-    journal.checkpointed(0, 's', { t: 'checkpointed', req: 1000 + n, agents: 1, bytes: new Uint8Array(bytes), ms: 0 });
+    journal.checkpointed(0, 's', { t: 'checkpointed', req: 1000 + n, agents: 1, bytes: new Uint8Array(bytes), ms: 0, longestMs: 0 });
   }
   return due;
 }
@@ -75,7 +75,7 @@ describe('checkpoint cadence', () => {
         if (!journal.record(0, order)) continue;
         due.get(session)!.push(n);
         journal.requested(0, session, 1000 * n + names.indexOf(session), order.time);
-        journal.checkpointed(0, session, { t: 'checkpointed', req: 1000 * n + names.indexOf(session), agents: 1, bytes: new Uint8Array(1000), ms: 0 });
+        journal.checkpointed(0, session, { t: 'checkpointed', req: 1000 * n + names.indexOf(session), agents: 1, bytes: new Uint8Array(1000), ms: 0, longestMs: 0 });
       }
     }
     const firsts = names.map((n) => due.get(n)![0]!);

@@ -274,7 +274,8 @@ export class AgentHost {
     let count = 0;
     for (let i = 0; i < agents.length; i++) if (agents[i] !== null) count++;
     const bytes = packAgents(agents, s?.fields ?? null, s?.world ?? null, s?.lod ?? null, s?.previous ?? Number.NaN);
-    return { t: 'checkpointed', req, agents: count, bytes, ms: performance.now() - started };
+    const ms = performance.now() - started;
+    return { t: 'checkpointed', req, agents: count, bytes, ms, longestMs: ms };
   }
 
   /**
@@ -288,12 +289,22 @@ export class AgentHost {
     if (s === undefined || s.agents.length <= SLICED_PACK) return null;
     const packing = new AgentPacking(s.agents, s.fields);
     let ms = 0;
+    let longestMs = 0;
+    let packed = false;
     return (until) => {
       const started = performance.now();
-      const done = packing.step(until);
-      const bytes = done ? packing.finish(s.world, s.lod, s.previous) : null;
-      ms += performance.now() - started;
-      return bytes === null ? null : { t: 'checkpointed', req: msg.req, agents: packing.count, bytes, ms };
+      let bytes: Uint8Array | null = null;
+      // The serialization (~1.4 ms for 6,250 agents) is a part of its own, unless the parts run to the end at once.
+      if (packed) {
+        bytes = packing.finish(s.world, s.lod, s.previous);
+      } else {
+        packed = packing.step(until);
+        if (packed && until === Infinity) bytes = packing.finish(s.world, s.lod, s.previous);
+      }
+      const part = performance.now() - started;
+      ms += part;
+      longestMs = Math.max(longestMs, part);
+      return bytes === null ? null : { t: 'checkpointed', req: msg.req, agents: packing.count, bytes, ms, longestMs };
     };
   }
 

@@ -45,6 +45,12 @@ export interface RecoveryStats {
   packMs: number;
   /** Median packing time of the latest 100 checkpoints (ms of the worker's wall clock). */
   packMedianMs: number;
+  /**
+   * How long each of the latest 100 packs held its worker at a time (its longest part, or the whole of a small pack),
+   * ms: the median and the largest.
+   */
+  partMedianMs: number;
+  partMaxMs: number;
 }
 
 /** Checkpoints and order logs of every worker of a pool; the pool calls it on every message it sends. */
@@ -58,6 +64,7 @@ export class RecoveryJournal {
   /** Fractions of a ms: starts at -0, a double, not 0 (progress.ts, DOUBLE_FIELD_START says why). */
   private packMs = DOUBLE_FIELD_START;
   private readonly packTimes: number[] = [];
+  private readonly packLongest: number[] = [];
   /** Per worker: sessions whose log it opened so far (the phase of each new session's checkpoints, `phaseMs`). */
   private readonly opened: number[];
 
@@ -176,6 +183,7 @@ export class RecoveryJournal {
     this.checkpoints++;
     this.packMs += reply.ms;
     if (this.packTimes.push(reply.ms) > 100) this.packTimes.shift();
+    if (this.packLongest.push(reply.longestMs) > 100) this.packLongest.shift();
     log.inflight = null;
   }
 
@@ -250,8 +258,7 @@ export class RecoveryJournal {
         loggedTicks += log.ticks;
       }
     }
-    const sorted = this.packTimes.toSorted((a, b) => a - b);
-    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs + 0, packMedianMs: sorted[Math.floor(sorted.length / 2)] ?? 0 };
+    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs + 0, packMedianMs: median(this.packTimes), partMedianMs: median(this.packLongest), partMaxMs: Math.max(0, ...this.packLongest) };
   }
 }
 
@@ -302,4 +309,9 @@ function copyRows(r: RowBatch): RowBatch {
 
 function copyResults(r: ResultBatch): ResultBatch {
   return { count: r.count, data: r.data.slice(0, Math.max(r.count, 1) * 3) };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = values.toSorted((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
 }

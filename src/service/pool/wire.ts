@@ -156,8 +156,10 @@ export interface CheckpointReply {
   req: number;
   agents: number;
   bytes: Uint8Array;
-  /** Time the host spent packing, ms (the cost figures of docs/durability.md). */
+  /** Time the host spent packing, ms (the cost figures of docs/durability.md): its parts' time, not the waits between. */
   ms: number;
+  /** The longest part, ms: how long the pack held the worker at a time (`ms` for a pack in one go). */
+  longestMs: number;
 }
 
 /** The inspector's requests about one watched agent (docs/tracing.md). */

@@ -162,7 +162,7 @@ export class WorkerPool extends PoolRouter {
 
   /** Recovery figures: agents held in checkpoints and tick orders logged since, over every worker and session. */
   recoveryStats(): RecoveryStats {
-    return this.journal?.stats() ?? { checkpointedAgents: 0, checkpointBytes: 0, loggedTicks: 0, checkpoints: 0, packMs: 0, packMedianMs: 0 };
+    return this.journal?.stats() ?? { checkpointedAgents: 0, checkpointBytes: 0, loggedTicks: 0, checkpoints: 0, packMs: 0, packMedianMs: 0, partMedianMs: 0, partMaxMs: 0 };
   }
 
   protected post(host: number, msg: ToHost, transfer: ArrayBuffer[]): void {
