@@ -50,8 +50,16 @@ describe.skipIf(!hasChromium)('arena in the browser (needs /usr/bin/chromium)', 
   const tick = (): Promise<number> => page.evaluate(() => (globalThis as unknown as Win).arena.tick());
 
   it('draws NPCs that move between two screenshots', async () => {
-    // The page sets its hook once it has joined the room (a top-level await): until then there is none.
-    await page.waitForFunction(() => ((globalThis as unknown as Partial<Win>).arena?.tick() ?? 0) > 0, undefined, { timeout: 20_000 });
+    // The page sets its hook once it has joined the room (a top-level await). Until then `window.arena` is the
+    // page's <canvas id="arena"> (named access to elements by id), which has no `tick`.
+    await page.waitForFunction(
+      () => {
+        const hook = (globalThis as unknown as Partial<Win>).arena;
+        return typeof hook?.tick === 'function' && hook.tick() > 0;
+      },
+      undefined,
+      { timeout: 20_000 },
+    );
     expect(await page.evaluate(() => (globalThis as unknown as Win).arena.count())).toBe(300);
     const first = await page.locator('canvas').screenshot();
     const t0 = await tick();
