@@ -4,7 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashWorkerForTests, createAgentPool, type AgentPool, type Decisions, type WorkerPool } from '../../src/service/pool/index.js';
-import { SLICED_PACK } from '../../src/service/pool/host.js';
+import { SLICED_PACK } from '../../src/service/pool/slicer.js';
 import type { AgentId } from '../../src/bt/index.js';
 import { writeFixture } from './harness.js';
 

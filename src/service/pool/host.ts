@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, type AgentFrame, type AgentId, type CompiledTree, type DecisionSink } from '../../bt/index.js';
 // The engine's one code generation site and its template (generate is not part of the engine's public API).
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
-import { AgentPacking, packAgents, unpackAgents } from './checkpoint.js';
+import { AgentPacking, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { FrameCursor, checkFrameRows } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
@@ -17,6 +17,7 @@ import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
 import { LodTable } from './lod.js';
 import { MISS, RowMemo } from './row-memo.js';
+import { SLICED_PACK } from './slicer.js';
 
 /** Where a host finds compiled trees by name (a TreeLibrary). */
 export interface TreeLookup {
@@ -200,9 +201,6 @@ const DISCARD: DecisionSink = {
  */
 const keepShape: unknown[] = [null];
 
-/** Sessions with more agent slots than this have their checkpoints packed in parts on a worker (~0.5 µs an agent). */
-export const SLICED_PACK = 2000;
-
 /** Hosts agents of any number of sessions; `handle` takes one router message and returns the reply, if any. */
 export class AgentHost {
   private trees: TreeLookup;
@@ -268,14 +266,7 @@ export class AgentHost {
 
   /** Crash recovery: the session's agents and world, packed (recovery.ts keeps the bytes on the main thread). */
   private checkpoint(req: number, session: string): FromHost {
-    const started = performance.now();
-    const s = this.sessions.get(session);
-    const agents = s === undefined ? [] : s.agents;
-    let count = 0;
-    for (let i = 0; i < agents.length; i++) if (agents[i] !== null) count++;
-    const bytes = packAgents(agents, s?.fields ?? null, s?.world ?? null, s?.lod ?? null, s?.previous ?? Number.NaN);
-    const ms = performance.now() - started;
-    return { t: 'checkpointed', req, agents: count, bytes, ms, longestMs: ms };
+    return packInParts(req, this.sessions.get(session) ?? new HostSession(null))(Infinity)!;
   }
 
   /**
@@ -286,26 +277,7 @@ export class AgentHost {
    */
   checkpointInParts(msg: CheckpointOrder): ((until: number) => FromHost | null) | null {
     const s = this.sessions.get(msg.session);
-    if (s === undefined || s.agents.length <= SLICED_PACK) return null;
-    const packing = new AgentPacking(s.agents, s.fields);
-    let ms = 0;
-    let longestMs = 0;
-    let packed = false;
-    return (until) => {
-      const started = performance.now();
-      let bytes: Uint8Array | null = null;
-      // The serialization (~1.4 ms for 6,250 agents) is a part of its own, unless the parts run to the end at once.
-      if (packed) {
-        bytes = packing.finish(s.world, s.lod, s.previous);
-      } else {
-        packed = packing.step(until);
-        if (packed && until === Infinity) bytes = packing.finish(s.world, s.lod, s.previous);
-      }
-      const part = performance.now() - started;
-      ms += part;
-      longestMs = Math.max(longestMs, part);
-      return bytes === null ? null : { t: 'checkpointed', req: msg.req, agents: packing.count, bytes, ms, longestMs };
-    };
+    return s === undefined || s.agents.length <= SLICED_PACK ? null : packInParts(msg.req, s);
   }
 
   /**
@@ -655,6 +627,32 @@ const cursor = new FrameCursor();
  * The rows of every host, for a stage whose session routes every agent in `routes` (the router's table of small
  * integer ids, in shared memory): any id not in it names no agent. The rows were checked (stageIds, stageOffsets).
  */
+/**
+ * A session's checkpoint, packed a part at a time: each call packs until `until` (Infinity: to the end, at once) and
+ * gives the reply once done, else null. `ms` counts the parts' own time, `longestMs` the longest part.
+ */
+function packInParts(req: number, s: HostSession): (until: number) => FromHost | null {
+  const packing = new AgentPacking(s.agents, s.fields);
+  let ms = 0;
+  let longestMs = 0;
+  let packed = false;
+  return (until) => {
+    const started = performance.now();
+    let bytes: Uint8Array | null = null;
+    // The serialization (~1.4 ms for 6,250 agents) is a part of its own, unless the parts run to the end at once.
+    if (packed) {
+      bytes = packing.finish(s.world, s.lod, s.previous);
+    } else {
+      packed = packing.step(until);
+      if (packed && until === Infinity) bytes = packing.finish(s.world, s.lod, s.previous);
+    }
+    const part = performance.now() - started;
+    ms += part;
+    longestMs = Math.max(longestMs, part);
+    return bytes === null ? null : { t: 'checkpointed', req, agents: packing.count, bytes, ms, longestMs };
+  };
+}
+
 function stageAll(msg: StageOrder, routes: Int32Array, hosts: number): StageReply {
   const count = msg.count;
   const ids = stageIds;
