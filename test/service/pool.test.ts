@@ -351,6 +351,34 @@ describe.each([
     expect(d.actions).toEqual([[1, 3, 'patrol', { speed: 7, name: null }]]);
   });
 
+  it('hands back action args of every shape as the tree computed them (from workers: MessagePack, a cycle cloned)', async () => {
+    const s = open();
+    const cycle: Record<string, unknown> = { name: 'loop' };
+    cycle['self'] = cycle;
+    const values: unknown[] = [
+      { nested: { deep: [1, [2, [3, 'x']]], flag: true }, none: null },
+      [1.5, undefined, 'ü', -7],
+      { gone: undefined },
+      2 ** 60,
+      -(2 ** 45),
+      Number.NaN,
+      12345678901234567890n,
+      new Date(1_700_000_000_000),
+      new Set([1, 'two']),
+      new Uint8Array([1, 2, 255]),
+      new Float64Array([0.25, -1e300]),
+      cycle,
+    ];
+    pool.spawn(s, values.map((_, i) => ({ id: i, tree: 'guard' })));
+    expect(pool.setBlackboard(s, values.map((v, i) => [i, { speed: v }]))).toEqual([]);
+    const d = await tick(s, 1);
+    expect(d.actions).toHaveLength(values.length);
+    for (const [id, , name, args] of d.actions) {
+      expect(name).toBe('patrol');
+      expect((args as { speed: unknown }).speed).toStrictEqual(values[id as number]);
+    }
+  });
+
   it('keeps observations across partial snapshots and clears them on a full one', async () => {
     const s = open();
     pool.spawn(s, [{ id: 1, tree: 'guard', seed: 5 }, { id: 2, tree: 'guard', seed: 6 }]);

@@ -3,6 +3,7 @@
 
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import { packArgs } from './decisions.js';
 import { AgentHost } from './host.js';
 import { loadTrees } from './load.js';
 import { libraryFromDefinitions, loadDefinitions } from './reload.js';
@@ -83,7 +84,12 @@ if (!loaded.ok) {
       port.postMessage(reply, transfer);
       return;
     }
-    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions, reply.frameRows) : []);
+    if (reply.t === 'ticked') {
+      packArgs(reply.decisions);
+      port.postMessage(reply, transferList(reply.rows, reply.results, reply.decisions, reply.frameRows));
+      return;
+    }
+    port.postMessage(reply, []);
   };
   const slices = new Slicer(run, () => board.end(), SLICE_MS, undefined, parts);
   const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {
