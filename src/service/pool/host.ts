@@ -289,7 +289,7 @@ export class AgentHost {
     const count = msg.count;
     if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
     const ok = checkFrameRows(msg.frame, msg.start, count, msg.width, stageIds, stageOffsets);
-    if (ok && msg.routes !== null) return stageAll(msg, msg.routes, msg.hosts);
+    if (ok && msg.all !== null) return stageAll(msg, msg.all.routes, msg.all.hosts);
     const s = this.sessions.get(msg.session);
     if (!ok || s === undefined) return { t: 'staged', req: msg.req, ok, parts: [] };
     const agents = s.agents;

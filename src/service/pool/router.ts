@@ -565,7 +565,7 @@ export abstract class PoolRouter implements AgentPool {
     const routes = hosts.length > 1 && s.denseRoutes === s.routes.size ? s.fast : null;
     const asked = routes === null ? hosts : [hosts[s.nextScanner++ % hosts.length]!];
     const replies = asked.map((host) => {
-      const order: StageOrder = { t: 'stage', req: this.nextReq++, session, frame, start, count, width, host, routes, hosts: this.hostCount };
+      const order: StageOrder = { t: 'stage', req: this.nextReq++, session, frame, start, count, width, host, all: routes === null ? null : { routes, hosts: this.hostCount } };
       return this.request(host, order, []);
     });
     return Promise.all(replies).then(

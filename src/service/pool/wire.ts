@@ -106,11 +106,10 @@ export interface StageOrder {
   /** The host the order goes to: the `host` of its own part of the reply. */
   host: number;
   /**
-   * Not null: every agent of the session is routed in this table (id → `host << 24 | slot`, -1: none; shared memory,
+   * Not null: every agent of the session is routed in `routes` (id → `host << 24 | slot`, -1: none; shared memory,
    * the router's), and this host finds the rows of every host (`hosts` of them), not only its own.
    */
-  routes: Int32Array | null;
-  hosts: number;
+  all: { routes: Int32Array; hosts: number } | null;
 }
 
 /** The rows of one host's agents in a staged frame: `count` (slot, offset) pairs. */
