@@ -169,11 +169,10 @@ function grow(a: Float64Array): Float64Array {
 }
 
 /**
- * Args of the columns' actions as MessagePack: msgpackr's types beyond the standard ones (Date, Set, Map, typed
- * arrays, RegExp, Error) and 64-bit integers as BigInt, so that what the main thread reads back is what the worker
- * had, as structured clone gives it, with three exceptions the game server never sees (the wire is MessagePack
- * too): a Map comes back as a plain object, -0 as 0, and an own `__proto__` key (only plugin code can make one) as
- * `__proto_`.
+ * Args of the columns' actions as MessagePack: msgpackr's types beyond the standard ones (Date, Set, typed arrays,
+ * RegExp, Error) and 64-bit integers as BigInt, so that what the main thread reads back is what the worker had, as
+ * structured clone gives it, with three exceptions the game server never sees (the wire is MessagePack too): a Map
+ * comes back as a plain object, -0 as 0, and an own `__proto__` key (only plugin code can make one) as `__proto_`.
  */
 const argsCodec = new Packr({ useRecords: false, moreTypes: true, int64AsType: 'bigint' });
 

@@ -126,11 +126,14 @@ class RouterSession {
     return this.routes.get(id) ?? -1;
   }
 
-  /** `locate` for the id of row `i` of a snapshot: the row position's memo first. */
-  locateRow(i: number, id: AgentId): number {
+  /**
+   * `locate` for the id of row `i` of a snapshot: the row position's memo first. `pastFast`: the caller has already
+   * found `id` missing from the dense table, so only the Map is left to ask.
+   */
+  locateRow(i: number, id: AgentId, pastFast = false): number {
     const memo = this.rowMemo.get(i, id);
     if (memo !== MISS) return memo;
-    const at = this.locate(id);
+    const at = pastFast ? (this.routes.get(id) ?? -1) : this.locate(id);
     // Unknown ids are not remembered, so a route that comes later needs no forgetting (one that goes does).
     if (at >= 0) this.rowMemo.set(i, id, at);
     return at;
@@ -498,7 +501,7 @@ export abstract class PoolRouter implements AgentPool {
         for (let i = 0; i < count; i++) {
           const id = ids[i]!;
           let at = typeof id === 'number' ? (fast[id] ?? -1) : -1;
-          if (at < 0) at = s.locateRow(i, id);
+          if (at < 0) at = s.locateRow(i, id, true);
           if (at < 0) {
             unknown++;
             continue;
