@@ -3,7 +3,10 @@
 
 import { pino } from 'pino';
 import { ConfigError, describeSettings, parseConfig, redactConfig, type Config } from './config.js';
+import { tuneHeap } from './heap.js';
 import { StartupError, createServer, type CanopyServer } from './server.js';
+
+tuneHeap();
 
 const USAGE = [
   'usage: canopy [--flag value ...]   (each flag is also an environment variable; flags win)',
