@@ -2,7 +2,7 @@
 // writes integers wider than 32 bits as MessagePack int64 so typed clients read them as integers.
 
 import type { ErrorCode } from './codes.js';
-import { encode } from './codec.js';
+import { decodeTrusted, encode } from './codec.js';
 import { PROTOCOL_VERSION } from './limits.js';
 import type {
   ActionDecision,
@@ -154,12 +154,77 @@ function encodeIdsReply(
   return encode(msg);
 }
 
+/**
+ * A list of tuples kept as the wire carries them: their MessagePack encodings back to back, without the list's
+ * header. Built where the tuples are made (a pool worker's sink), spliced into frames as they are, decoded only
+ * where a reader wants the values.
+ */
+export class EncodedTuples<T> {
+  static readonly EMPTY = new EncodedTuples<never>(0, new Uint8Array(0));
+
+  constructor(
+    readonly count: number,
+    readonly bytes: Uint8Array,
+  ) {}
+
+  /** The tuples as a client of the wire reads them (maps as plain objects, 64-bit integers as numbers). */
+  decode(): T[] {
+    if (this.count === 0) return [];
+    // A Buffer, as a frame read from a socket is: binary values then decode as Buffers there and here alike.
+    return decodeTrusted(Buffer.concat([arrayHeader(this.count), this.bytes])) as T[];
+  }
+}
+
+/** A MessagePack array header for `n` items, as msgpackr writes it (a view of a reused buffer: copy it before the next call). */
+export function arrayHeader(n: number): Uint8Array {
+  const b = header;
+  if (n < 16) {
+    b[0] = 0x90 | n;
+    return b.subarray(0, 1);
+  }
+  if (n < 0x10000) {
+    b[0] = 0xdc;
+    b.writeUInt16BE(n, 1);
+    return b.subarray(0, 3);
+  }
+  b[0] = 0xdd;
+  b.writeUInt32BE(n, 1);
+  return b.subarray(0, 5);
+}
+
+const header = Buffer.alloc(5);
+
+const actionTuple: [unknown, unknown, string, unknown] = [0, 0, '', null];
+
+/**
+ * One `[id, seq, action, args]` entry of `decisions.actions` as encodeDecisions writes it, for an
+ * EncodedTuples list. A view of the codec's shared output: copy it before the next encode.
+ * @throws what msgpackr throws for args it cannot write (a cycle: only plugin code can make one).
+ */
+export function encodeActionTuple(id: AgentId, seq: number, action: string, args: unknown): Buffer {
+  const t = actionTuple;
+  t[0] = wireInt(id);
+  t[1] = wireInt(seq);
+  t[2] = action;
+  t[3] = args;
+  try {
+    return encode(t);
+  } finally {
+    t[3] = null;
+  }
+}
+
 /** What one tick decided, as the service collects it. Lists may be empty or absent. */
 export interface DecisionsFields {
   readonly tick: number;
   /** Latest snapshot tick applied; leave undefined before the first snapshot. */
   readonly basedOn?: number | undefined;
   readonly actions?: readonly ActionDecision[] | undefined;
+  /**
+   * The same actions already encoded (a pool's decisions carry them so): writers splice these bytes and leave
+   * `actions` unread. Readers of the values read `actions`, or decisionActions(…) where only this may be set.
+   */
+  readonly encodedActions?: EncodedTuples<ActionDecision> | undefined;
   readonly cancels?: readonly CancelDecision[] | undefined;
   readonly done?: readonly DoneDecision[] | undefined;
   readonly errors?: readonly AgentError[] | undefined;
@@ -173,11 +238,63 @@ export interface DecisionsFields {
 export function encodeDecisions(d: DecisionsFields): Buffer {
   const msg: Record<string, unknown> = { t: 'decisions', tick: wireInt(d.tick) };
   if (d.basedOn !== undefined) msg.basedOn = wireInt(d.basedOn);
-  if (d.actions !== undefined && d.actions.length > 0) msg.actions = wireTuples(d.actions, true);
-  if (d.cancels !== undefined && d.cancels.length > 0) msg.cancels = wireTuples(d.cancels, true);
-  if (d.done !== undefined && d.done.length > 0) msg.done = wireTuples(d.done, false);
-  if (d.errors !== undefined && d.errors.length > 0) msg.errors = wireTuples(d.errors, false);
-  return encode(msg);
+  const encoded = d.encodedActions;
+  if (encoded === undefined && d.actions !== undefined && d.actions.length > 0) msg.actions = wireTuples(d.actions, true);
+  const rest: Record<string, unknown> = encoded === undefined ? msg : {};
+  if (d.cancels !== undefined && d.cancels.length > 0) rest.cancels = wireTuples(d.cancels, true);
+  if (d.done !== undefined && d.done.length > 0) rest.done = wireTuples(d.done, false);
+  if (d.errors !== undefined && d.errors.length > 0) rest.errors = wireTuples(d.errors, false);
+  if (encoded === undefined) return encode(msg);
+  // The same bytes as above, with the actions spliced in: head, `actions` and its list, then the other lists.
+  const head = encode(msg);
+  const restCount = Object.keys(rest).length;
+  const pieces: Uint8Array[] = [head];
+  if (encoded.count > 0) pieces.push(ACTIONS_KEY, arrayHeader(encoded.count), encoded.bytes);
+  // A fixmap of its own entries (at most 3): its header byte dropped, the entries follow the head's.
+  if (restCount > 0) pieces.push(encode(rest).subarray(1));
+  let size = 0;
+  for (const p of pieces) size += p.length;
+  const out = carve(size);
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.length;
+  }
+  // The head was encoded as a fixmap of its own entries (at most 3); widen it to all of them (at most 7).
+  out[0] = 0x80 | (Object.keys(msg).length + (encoded.count > 0 ? 1 : 0) + restCount);
+  return out;
+}
+
+const SLAB_BYTES = 256 * 1024;
+let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+let slabUsed = 0;
+
+/**
+ * `size` bytes of output space that nothing else writes, carved from a shared slab as msgpackr carves its output:
+ * one ArrayBuffer per 256 KB of frames, not one per frame. Each ArrayBuffer costs the collector: one per frame and per
+ * merged list tripled the main thread's major collections at 50,000 agents (docs/capacity.md, "Round eight").
+ */
+export function carve(size: number): Buffer {
+  if (size > SLAB_BYTES / 4) return Buffer.allocUnsafeSlow(size);
+  if (slabUsed + size > SLAB_BYTES) {
+    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  const out = slab.subarray(slabUsed, slabUsed + size);
+  slabUsed = (slabUsed + size + 7) & ~7;
+  return out;
+}
+
+const ACTIONS_KEY = Buffer.from(encode('actions'));
+
+/** The actions of `d` as values, whichever form they came in. */
+export function decisionActions(d: DecisionsFields): readonly ActionDecision[] {
+  return d.encodedActions?.decode() ?? d.actions ?? [];
+}
+
+/** How many actions `d` holds, whichever form they came in. */
+export function actionCount(d: DecisionsFields): number {
+  return d.encodedActions?.count ?? d.actions?.length ?? 0;
 }
 
 /** Encodes `error` for a message refused as a whole, with `re` when it had an `id`. */

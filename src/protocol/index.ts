@@ -18,6 +18,11 @@ export {
 } from './codes.js';
 export { DecodeError, checkFrame, decode, decodeItems, encode } from './codec.js';
 export {
+  EncodedTuples,
+  actionCount,
+  carve,
+  decisionActions,
+  encodeActionTuple,
   encodeDecisions,
   encodeDespawned,
   encodeEntryError,

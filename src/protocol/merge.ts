@@ -2,7 +2,7 @@
 // held and appended to growing byte lists, so what a held decision costs is known exactly.
 
 import { encode } from './codec.js';
-import { wireInt, wireTuples, type DecisionsFields } from './encode.js';
+import { arrayHeader, wireInt, wireTuples, type DecisionsFields } from './encode.js';
 
 /** Fixed cost counted for a merger, and for each held chunk, besides their bytes (the objects themselves). */
 const OVERHEAD_BYTES = 512;
@@ -36,6 +36,15 @@ class ByteList {
     this.length += chunk.length;
     this.count += n;
   }
+
+  /** Appends `count` encoded elements (copied). */
+  appendItems(count: number, bytes: Uint8Array): void {
+    const chunk = Buffer.allocUnsafeSlow(bytes.length);
+    chunk.set(bytes);
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+    this.count += count;
+  }
 }
 
 const KEYS = ['actions', 'cancels', 'done', 'errors'] as const;
@@ -58,9 +67,12 @@ export class HeldDecisions {
    * they would take more than `room` bytes: then nothing is appended and false is returned.
    */
   add(d: DecisionsFields, room: number = Infinity): boolean {
-    const parts: ReadonlyArray<readonly (readonly unknown[])[] | undefined> = [d.actions, d.cancels, d.done, d.errors];
+    const pre = d.encodedActions;
+    // Actions already encoded are not read as values.
+    const parts: ReadonlyArray<readonly (readonly unknown[])[] | undefined> = [pre === undefined ? d.actions : undefined, d.cancels, d.done, d.errors];
     const encoded: Array<Buffer | undefined> = [];
-    let size = 0;
+    // Counted as the encoded list would be, header included, so that either form holds the same budget.
+    let size = pre !== undefined && pre.count > 0 ? arrayHeader(pre.count).length + pre.bytes.length + CHUNK_OVERHEAD_BYTES : 0;
     for (let i = 0; i < 4; i++) {
       const list = parts[i];
       if (list === undefined || list.length === 0) {
@@ -75,6 +87,7 @@ export class HeldDecisions {
     if (size > room) return false;
     this.tick = d.tick;
     if (d.basedOn !== undefined) this.basedOn = d.basedOn;
+    if (pre !== undefined && pre.count > 0) this.lists[0].appendItems(pre.count, pre.bytes);
     for (let i = 0; i < 4; i++) {
       const bytes = encoded[i];
       if (bytes !== undefined) this.lists[i]!.appendArray(bytes);
@@ -94,25 +107,11 @@ export class HeldDecisions {
     for (let i = 0; i < 4; i++) {
       const l = this.lists[i]!;
       if (l.count === 0) continue;
-      pieces.push(encode(KEYS[i]), arrayHeader(l.count), ...l.chunks);
+      pieces.push(encode(KEYS[i]), Buffer.from(arrayHeader(l.count)), ...l.chunks);
     }
     const out = Buffer.concat(pieces);
     // The head was encoded as a fixmap of its own entries (at most 3); widen it to all of them (at most 7).
     out[0] = 0x80 | entries;
     return out;
   }
-}
-
-function arrayHeader(n: number): Buffer {
-  if (n < 16) return Buffer.from([0x90 | n]);
-  if (n < 0x10000) {
-    const b = Buffer.alloc(3);
-    b[0] = 0xdc;
-    b.writeUInt16BE(n, 1);
-    return b;
-  }
-  const b = Buffer.alloc(5);
-  b[0] = 0xdd;
-  b.writeUInt32BE(n, 1);
-  return b;
 }

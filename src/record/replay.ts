@@ -5,7 +5,7 @@ import type { Agent, AgentId } from '../bt/index.js';
 import type { TreeLibrary } from '../bt/library.js';
 import { decode, type DecisionsFields } from '../protocol/index.js';
 import { loadCatalog } from '../service/pool/load.js';
-import { Kind, type RecordingHeader, type TickRecord } from './format.js';
+import { Kind, hasContent, type RecordingHeader, type TickRecord } from './format.js';
 import { RecordingReader, type RawRecord } from './reader.js';
 import { ReplayRun, readTick, type ResultFilter, type TickOutcome } from './run.js';
 
@@ -311,7 +311,7 @@ export class ReplaySession {
     this.unmatched = null;
     if (mine === null) return;
     // Fixed mode sends no frame for a tick with nothing to say; at the end a cut-off file may lack the last one.
-    const expectFrame = this.header.mode === 'lockstep' || hasLists(mine.decisions);
+    const expectFrame = this.header.mode === 'lockstep' || hasContent(mine.decisions);
     if (recorded === null && (!expectFrame || this.finished)) return;
     if (mine.tick < this.compareFrom || mine.tick > this.compareTo) return;
     this.compared++;
@@ -319,10 +319,6 @@ export class ReplaySession {
     if (recorded !== null && expectFrame && mine.matches(recorded)) return;
     this.difference = { tick: mine.tick, recorded: recorded === null ? null : decode(recorded), replayed: expectFrame ? decode(mine.frame) : null };
   }
-}
-
-function hasLists(d: DecisionsFields): boolean {
-  return (d.actions?.length ?? 0) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
 }
 
 /** What an exact replay found. */

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentId } from '../../src/bt/index.js';
 import { crashWorkerForTests, createAgentPool, type AgentPool, type Decisions } from '../../src/service/pool/index.js';
-import { encode, readSnapshotRows } from '../../src/protocol/index.js';
+import { decode, encode, encodeDecisions, readSnapshotRows } from '../../src/protocol/index.js';
 
 const FIELDS = ['hp', 'enemy', 'dist', 'name'] as const;
 const DT = 0.05;
@@ -351,32 +351,38 @@ describe.each([
     expect(d.actions).toEqual([[1, 3, 'patrol', { speed: 7, name: null }]]);
   });
 
-  it('hands back action args of every shape as the tree computed them (from workers: MessagePack, a cycle cloned)', async () => {
+  it('hands back action args of every shape as a game server reads them; args that cannot be encoded stop their agent (E_PLUGIN), the others go on', async () => {
     const s = open();
     const cycle: Record<string, unknown> = { name: 'loop' };
     cycle['self'] = cycle;
-    const values: unknown[] = [
-      { nested: { deep: [1, [2, [3, 'x']]], flag: true }, none: null },
-      [1.5, undefined, 'ü', -7],
-      { gone: undefined },
-      2 ** 60,
-      -(2 ** 45),
-      Number.NaN,
-      12345678901234567890n,
-      new Date(1_700_000_000_000),
-      new Set([1, 'two']),
-      new Uint8Array([1, 2, 255]),
-      new Float64Array([0.25, -1e300]),
-      cycle,
+    // [what the tree computed (a plugin can set any value), what the wire carries]
+    const cases: Array<[unknown, unknown]> = [
+      [{ nested: { deep: [1, [2, [3, 'x']]], flag: true }, none: null }, { nested: { deep: [1, [2, [3, 'x']]], flag: true }, none: null }],
+      [[1.5, undefined, 'ü', -7], [1.5, null, 'ü', -7]],
+      [{ gone: undefined }, { gone: null }],
+      [2 ** 60, 2 ** 60],
+      [-(2 ** 45), -(2 ** 45)],
+      [Number.NaN, Number.NaN],
+      [12345678901234567890n, Number(12345678901234567890n)],
+      [new Date(1_700_000_000_000), new Date(1_700_000_000_000)],
+      [new Set([1, 'two']), [1, 'two']],
+      [new Uint8Array([1, 2, 255]), Buffer.from([1, 2, 255])],
     ];
-    pool.spawn(s, values.map((_, i) => ({ id: i, tree: 'guard' })));
-    expect(pool.setBlackboard(s, values.map((v, i) => [i, { speed: v }]))).toEqual([]);
-    const d = await tick(s, 1);
-    expect(d.actions).toHaveLength(values.length);
+    const bad = cases.length;
+    pool.spawn(s, [...cases.map((_, i) => ({ id: i, tree: 'guard' })), { id: bad, tree: 'guard' }]);
+    expect(pool.setBlackboard(s, [...cases.map(([v], i): [number, Record<string, unknown>] => [i, { speed: v }]), [bad, { speed: cycle }]])).toEqual([]);
+    let d = await tick(s, 1);
+    expect(d.actions).toHaveLength(cases.length);
     for (const [id, , name, args] of d.actions) {
       expect(name).toBe('patrol');
-      expect((args as { speed: unknown }).speed).toStrictEqual(values[id as number]);
+      expect((args as { speed: unknown }).speed).toStrictEqual(cases[id as number]![1]);
     }
+    expect(d.errors).toEqual([[bad, 'E_PLUGIN', expect.stringMatching(/^action 'patrol': its args cannot be sent as MessagePack/)]]);
+    // The frame carries the actions as they were read above.
+    expect(decode(encodeDecisions({ tick: d.tick, encodedActions: d.encodedActions }))).toMatchObject({ actions: d.actions });
+    d = await tick(s, 2);
+    expect(d.errors).toEqual([]);
+    expect(actionsOf(d, bad)).toEqual([]);
   });
 
   it('keeps observations across partial snapshots and clears them on a full one', async () => {

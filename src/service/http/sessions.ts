@@ -4,6 +4,7 @@
 
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import {
+  decisionActions,
   ErrorCode,
   LIMITS,
   Msg,
@@ -200,7 +201,8 @@ export const sessionRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async 
 function decisionsBody(d: DecisionsFields, refused: readonly EntryError[], omitted: number): Record<string, unknown> {
   const body: Record<string, unknown> = { t: 'decisions', tick: d.tick };
   if (d.basedOn !== undefined) body.basedOn = d.basedOn;
-  if (d.actions !== undefined && d.actions.length > 0) body.actions = d.actions;
+  const actions = decisionActions(d);
+  if (actions.length > 0) body.actions = actions;
   if (d.cancels !== undefined && d.cancels.length > 0) body.cancels = d.cancels;
   if (d.done !== undefined && d.done.length > 0) body.done = d.done;
   if (d.errors !== undefined && d.errors.length > 0) body.errors = d.errors;

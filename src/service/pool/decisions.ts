@@ -6,38 +6,41 @@
 // these columns 0.16 ms to fill + 0.05 ms to clone + 0.13 ms to rebuild the tuples. Tuples are only ever
 // built once, on the main thread, where the session layer needs them.
 //
-// Computed args (one fresh object per action, `{ at: self.enemyPos }`) cross from a worker as one MessagePack
-// buffer, not as objects in the structured clone (packArgs, unpackArgs). 159 such args (a worker's reply at
-// 50,000 agents): structured clone 33 µs to write on the worker and 94 µs to read on the main thread; MessagePack
-// 23 + 30 µs (Node 26, 2-core EPYC).
+// Actions cross as the wire carries them: the sink encodes each `[id, seq, action, args]` tuple on the worker as the
+// protocol would (encodeActionTuple), the router merges the hosts' bytes in spawn order, and the session splices them
+// into its `decisions` frame. The main thread neither reads nor writes an action's args; a reader of the values
+// (the inspector, the HTTP transport, tests) decodes them when it asks (Decisions.actions). Per session tick of 280
+// actions: msgpackr's encodeDecisions of the tuples took 56–62 µs on the main thread, besides reading the args back
+// from the worker (about 30 µs per reply) and rebuilding the tuples; splicing the bytes takes about 12 µs (Node 26,
+// 2-core EPYC).
 
-import { Packr } from 'msgpackr';
 import type { Agent, AgentId, DecisionSink } from '../../bt/index.js';
+import { EncodedTuples, carve, encodeActionTuple, type ActionDecision } from '../../protocol/index.js';
 import type { Decisions } from './types.js';
 import { LOG_LINES_PER_TICK, levelIndex, type LogColumns } from './logs.js';
 
 /** Numbers per entry of each column buffer. */
-const ACTION = 4; // slot, seq, name index, args index
+const ACTION = 2; // slot, end of the action's tuple in actionBytes
 const CANCEL = 2; // slot, seq
 const DONE = 2; // slot, 1 success / 0 failure
 const MIN_ENTRIES = 64;
+/** Bytes of an action's tuple, to size a new buffer (it grows when a tick needs more). */
+const TUPLE_BYTES = 40;
 
 /**
- * One host's decisions for one tick, by agent slot: numbers in Float64Arrays (transferred, then handed back to
- * the host with the next tick for reuse), action names and args in small side tables. Literal args are one
- * shared frozen object per action node: they enter the args table once, however many agents issued them.
+ * One host's decisions for one tick, by agent slot: numbers in Float64Arrays and the actions' encoded tuples in a
+ * Uint8Array (transferred, then handed back to the host with the next tick for reuse).
  */
 export interface DecisionColumns {
   nActions: number;
   actions: Float64Array;
+  /** The actions' `[id, seq, action, args]` tuples, encoded as the wire carries them, back to back. */
+  actionBytes: Uint8Array;
+  nActionBytes: number;
   nCancels: number;
   cancels: Float64Array;
   nDone: number;
   done: Float64Array;
-  names: string[];
-  args: unknown[];
-  /** `args` as MessagePack while the columns cross from a worker to the main thread (packArgs); else null. */
-  packedArgs: Uint8Array | null;
   errors: Array<[number, string, string]>;
   /** `log` node lines, at most LOG_LINES_PER_TICK (the router caps the session's total again). */
   logs: LogColumns;
@@ -46,13 +49,15 @@ export interface DecisionColumns {
 /** Buffers of a previous reply, for the next tick's sink. */
 export interface SpareColumns {
   actions: Float64Array;
+  actionBytes: Uint8Array;
   cancels: Float64Array;
   done: Float64Array;
 }
 
 /** The decision lists of one host for one tick, protocol-shaped, with each entry's agent spawn order. */
 export interface DecisionLists {
-  actions: Array<[AgentId, number, string, unknown]>;
+  /** The actions' tuples (a view of the columns until keepParts copies it), `ends[i]` where tuple i ends. */
+  actions: { bytes: Uint8Array; ends: number[] };
   cancels: Array<[AgentId, number]>;
   done: Array<[AgentId, 'success' | 'failure']>;
   errors: Array<[AgentId, string, string]>;
@@ -67,11 +72,11 @@ export class ColumnSink implements DecisionSink {
   /** Slot of the agent being ticked (or halted). */
   slot = 0;
   private out: DecisionColumns;
-  private readonly nameIndex = new Map<string, number>();
-  private readonly argsIndex = new Map<object, number>();
+  /** Actions whose args could not be encoded (a cycle a plugin made): slot and why, for the host to stop the agent. */
+  private unsendable: Array<[number, string]> | null = null;
 
-  constructor(capacity: number, spare: SpareColumns | null) {
-    this.out = newColumns(capacity, spare);
+  constructor(spare: SpareColumns | null) {
+    this.out = newColumns(spare);
   }
 
   /**
@@ -79,36 +84,36 @@ export class ColumnSink implements DecisionSink {
    * per session: each agent stores the sink it ticks into, and a sink that lives on (old, like the agents) spares
    * the collector a remembered old-to-new pointer per agent per tick.
    */
-  reset(capacity: number, spare: SpareColumns | null): void {
-    this.out = newColumns(capacity, spare);
-    this.nameIndex.clear();
-    this.argsIndex.clear();
+  reset(spare: SpareColumns | null): void {
+    this.out = newColumns(spare);
+    this.unsendable = null;
     this.slot = 0;
   }
 
-  action(_agent: Agent, seq: number, action: string, args: Readonly<Record<string, unknown>>): void {
-    const o = this.out;
-    let name = this.nameIndex.get(action);
-    if (name === undefined) {
-      name = o.names.push(action) - 1;
-      this.nameIndex.set(action, name);
+  action(agent: Agent, seq: number, action: string, args: Readonly<Record<string, unknown>>): void {
+    let tuple: Uint8Array;
+    try {
+      tuple = encodeActionTuple(agent.id, seq, action, args);
+    } catch (err) {
+      (this.unsendable ??= []).push([this.slot, `action '${action}': its args cannot be sent as MessagePack (${err instanceof Error ? err.message : String(err)})`]);
+      return;
     }
-    let arg: number;
-    // Literal args are shared and frozen (the compiler makes them so); computed args are fresh objects.
-    if (Object.isFrozen(args)) {
-      const known = this.argsIndex.get(args);
-      if (known === undefined) {
-        arg = o.args.push(args) - 1;
-        this.argsIndex.set(args, arg);
-      } else arg = known;
-    } else arg = o.args.push(args) - 1;
+    const o = this.out;
+    const end = o.nActionBytes + tuple.length;
+    if (end > o.actionBytes.length) o.actionBytes = growBytes(o.actionBytes, end);
+    o.actionBytes.set(tuple, o.nActionBytes);
+    o.nActionBytes = end;
     if ((o.nActions + 1) * ACTION > o.actions.length) o.actions = grow(o.actions);
     const at = o.nActions++ * ACTION;
-    const a = o.actions;
-    a[at] = this.slot;
-    a[at + 1] = seq;
-    a[at + 2] = name;
-    a[at + 3] = arg;
+    o.actions[at] = this.slot;
+    o.actions[at + 1] = end;
+  }
+
+  /** The actions dropped this tick because their args could not be encoded, once (then null until another). */
+  takeUnsendable(): Array<[number, string]> | null {
+    const u = this.unsendable;
+    this.unsendable = null;
+    return u;
   }
 
   cancel(_agent: Agent, seq: number): void {
@@ -145,18 +150,22 @@ export class ColumnSink implements DecisionSink {
   }
 }
 
-function newColumns(capacity: number, spare: SpareColumns | null): DecisionColumns {
-  const n = Math.max(MIN_ENTRIES, capacity);
+/**
+ * Columns start small and grow (a spare keeps the size its session needed): they cross to the main thread every tick,
+ * and a transferred buffer counts its whole length as new external memory there, which drives its collections
+ * (docs/capacity.md, "Round eight").
+ */
+function newColumns(spare: SpareColumns | null): DecisionColumns {
+  const n = MIN_ENTRIES;
   return {
     nActions: 0,
     actions: spare?.actions ?? new Float64Array(n * ACTION),
+    actionBytes: spare?.actionBytes ?? new Uint8Array(MIN_ENTRIES * TUPLE_BYTES),
+    nActionBytes: 0,
     nCancels: 0,
     cancels: spare?.cancels ?? new Float64Array(MIN_ENTRIES * CANCEL),
     nDone: 0,
     done: spare?.done ?? new Float64Array(n * DONE),
-    names: [],
-    args: [],
-    packedArgs: null,
     errors: [],
     logs: { lines: [], dropped: [0, 0, 0, 0] },
   };
@@ -168,37 +177,10 @@ function grow(a: Float64Array): Float64Array {
   return b;
 }
 
-/**
- * Args of the columns' actions as MessagePack: msgpackr's types beyond the standard ones (Date, Set, typed arrays,
- * RegExp, Error) and 64-bit integers as BigInt, so that what the main thread reads back is what the worker had, as
- * structured clone gives it, with three exceptions the game server never sees (the wire is MessagePack too): a Map
- * comes back as a plain object, -0 as 0, and an own `__proto__` key (only plugin code can make one) as `__proto_`.
- */
-const argsCodec = new Packr({ useRecords: false, moreTypes: true, int64AsType: 'bigint' });
-
-/**
- * Before the columns are posted to the main thread: their args packed into `packedArgs` (a copy of its own), the
- * objects dropped. Args MessagePack cannot carry (a cycle) stay objects, for the structured clone.
- */
-export function packArgs(c: DecisionColumns): void {
-  if (c.args.length === 0) return;
-  let packed: Uint8Array;
-  try {
-    packed = argsCodec.pack(c.args);
-  } catch {
-    return;
-  }
-  // msgpackr's result is a view of its reused output buffer, which the structured clone would copy whole.
-  c.packedArgs = new Uint8Array(packed);
-  c.args = [];
-}
-
-/** On the main thread, when columns arrive from a worker: the args packArgs packed, as objects again. */
-export function unpackArgs(c: DecisionColumns): void {
-  const packed = c.packedArgs;
-  if (packed === null) return;
-  c.args = argsCodec.unpack(packed) as unknown[];
-  c.packedArgs = null;
+function growBytes(a: Uint8Array, atLeast: number): Uint8Array {
+  const b = new Uint8Array(Math.max(a.length * 2, atLeast));
+  b.set(a);
+  return b;
 }
 
 /**
@@ -206,14 +188,15 @@ export function unpackArgs(c: DecisionColumns): void {
  * and `ordinals[slot]` its spawn order, kept beside each list so the merge can order entries by spawn.
  */
 export function unpackDecisions(c: DecisionColumns, ids: readonly AgentId[], ordinals: readonly number[]): DecisionLists {
-  const actions: Array<[AgentId, number, string, unknown]> = [];
+  const ends: number[] = [];
   const actionOrder: number[] = [];
   const a = c.actions;
   for (let i = 0; i < c.nActions; i++) {
-    const at = i * ACTION;
-    actions.push([ids[a[at]!]!, a[at + 1]!, c.names[a[at + 2]!]!, c.args[a[at + 3]!]]);
-    actionOrder.push(ordinals[a[at]!]!);
+    actionOrder.push(ordinals[a[i * ACTION]!]!);
+    ends.push(a[i * ACTION + 1]!);
   }
+  // A view: the merge copies it before the columns go back to their host (carried parts are copied, keepParts).
+  const actions = { bytes: c.actionBytes.subarray(0, c.nActionBytes), ends };
   const cancels: Array<[AgentId, number]> = [];
   const cancelOrder: number[] = [];
   for (let i = 0; i < c.nCancels; i++) {
@@ -238,14 +221,72 @@ export function unpackDecisions(c: DecisionColumns, ids: readonly AgentId[], ord
  * despawned slot is reused: sorted parts are merged in one pass, others are sorted (stable).
  */
 export function mergeDecisions(tick: number, basedOn: number, parts: readonly DecisionLists[], lost: Decisions['errors']): Decisions {
-  return {
+  return decisions(
     tick,
     basedOn,
-    actions: mergeBySpawn(parts.map((p) => p.actions), parts.map((p) => p.order.actions)),
-    cancels: mergeBySpawn(parts.map((p) => p.cancels), parts.map((p) => p.order.cancels)),
-    done: mergeBySpawn(parts.map((p) => p.done), parts.map((p) => p.order.done)),
-    errors: lost.concat(mergeBySpawn(parts.map((p) => p.errors), parts.map((p) => p.order.errors))),
-  };
+    mergeActions(parts),
+    mergeBySpawn(parts.map((p) => p.cancels), parts.map((p) => p.order.cancels)),
+    mergeBySpawn(parts.map((p) => p.done), parts.map((p) => p.order.done)),
+    lost.concat(mergeBySpawn(parts.map((p) => p.errors), parts.map((p) => p.order.errors))),
+  );
+}
+
+/**
+ * A Decisions whose `actions` are decoded from `encoded` when first read (an enumerable property, so that
+ * comparing two Decisions compares the actions), with `encodedActions` beside them (not enumerable).
+ */
+export function decisions(
+  tick: number,
+  basedOn: number,
+  encoded: EncodedTuples<ActionDecision>,
+  cancels: Decisions['cancels'],
+  done: Decisions['done'],
+  errors: Decisions['errors'],
+): Decisions {
+  let actions: Decisions['actions'] | null = null;
+  const d = { tick, basedOn, cancels, done, errors } as Decisions;
+  Object.defineProperty(d, 'actions', {
+    enumerable: true,
+    get: () => (actions ??= encoded.decode() as Decisions['actions']),
+  });
+  Object.defineProperty(d, 'encodedActions', { value: encoded, enumerable: false });
+  return d;
+}
+
+/**
+ * Parts kept past the tick that made them (a host failed: they go out with the next tick): their action bytes
+ * copied out of the columns, which go back to their hosts.
+ */
+export function keepParts(parts: DecisionLists[]): DecisionLists[] {
+  for (const p of parts) p.actions = { bytes: p.actions.bytes.slice(), ends: p.actions.ends };
+  return parts;
+}
+
+/** The hosts' action tuples in spawn order, as one list of bytes (a copy): runs of one host's tuples copied at once. */
+function mergeActions(parts: readonly DecisionLists[]): EncodedTuples<ActionDecision> {
+  // Each entry as host × 2^24 + its index in the host's list (a host has fewer than 2^24 slots), merged like the other lists.
+  const refs = parts.map((p, k) => Array.from(p.order.actions, (_unused, i) => k * 0x1000000 + i));
+  const merged = mergeBySpawn(refs, parts.map((p) => p.order.actions));
+  if (merged.length === 0) return EncodedTuples.EMPTY;
+  let size = 0;
+  for (const p of parts) size += p.actions.bytes.length;
+  const out = carve(size);
+  let at = 0;
+  for (let m = 0; m < merged.length; ) {
+    const ref = merged[m]!;
+    const k = Math.floor(ref / 0x1000000);
+    const first = ref - k * 0x1000000;
+    // The run: entries of the same host that follow one another in its list.
+    let n = 1;
+    while (m + n < merged.length && merged[m + n] === ref + n) n++;
+    const { bytes, ends } = parts[k]!.actions;
+    const from = first === 0 ? 0 : ends[first - 1]!;
+    const to = ends[first + n - 1]!;
+    out.set(bytes.subarray(from, to), at);
+    at += to - from;
+    m += n;
+  }
+  return new EncodedTuples(merged.length, out);
 }
 
 function mergeBySpawn<T>(lists: ReadonlyArray<readonly T[]>, orders: ReadonlyArray<readonly number[]>): T[] {

@@ -403,11 +403,11 @@ export class AgentHost {
     keepShape[0] = order;
     const s = this.sessions.get(order.session);
     let out: ColumnSink;
-    if (s === undefined) out = new ColumnSink(0, order.spare);
-    else if (s.sink === null) out = s.sink = new ColumnSink(s.agents.length, order.spare);
+    if (s === undefined) out = new ColumnSink(order.spare);
+    else if (s.sink === null) out = s.sink = new ColumnSink(order.spare);
     else {
       out = s.sink;
-      out.reset(s.agents.length, order.spare);
+      out.reset(order.spare);
     }
     if (s !== undefined) {
       const agents = s.agents;
@@ -469,6 +469,8 @@ export class AgentHost {
         progress?.agent(i);
         a.tick(time, dt, out);
       }
+      const unsendable = out.takeUnsendable();
+      if (unsendable !== null) this.stopUnsendable(agents, unsendable, out);
       progress?.ticked();
       if (stops !== null) stops.clear();
       s.previous = order.time;
@@ -483,6 +485,19 @@ export class AgentHost {
       results: order.results,
       frames: s === undefined || s.watched.size === 0 ? null : newestFrames(s, order.tick),
     };
+  }
+
+  /**
+   * Stops the agents whose actions could not be encoded this tick (args a plugin made, with a cycle): the action is
+   * not sent, the agent gets E_PLUGIN with the reason, its other running actions are cancelled, the others go on.
+   */
+  private stopUnsendable(agents: ReadonlyArray<Agent | null>, unsendable: ReadonlyArray<readonly [number, string]>, out: ColumnSink): void {
+    for (const [slot, why] of unsendable) {
+      const a = agents[slot];
+      if (a === null || a === undefined || a.stopped) continue;
+      out.slot = slot;
+      a.stop(out, 'E_PLUGIN', why);
+    }
   }
 
   /**

@@ -255,7 +255,7 @@ export class SessionShard {
 
   /** Keeps buffers handed back by the host for the next ticks (decision columns: once unpacked). */
   recycle(rows: RowBatch | null, results: ResultBatch | null, columns: DecisionColumns | null = null, frameRows: FrameBatch | null = null): void {
-    if (columns !== null) this.spareColumns = { actions: columns.actions, cancels: columns.cancels, done: columns.done };
+    if (columns !== null) this.spareColumns = { actions: columns.actions, actionBytes: columns.actionBytes, cancels: columns.cancels, done: columns.done };
     if (frameRows !== null) this.recycleFrameRows(frameRows);
     if (rows !== null && rows.width === this.width && this.spareRows.length < MAX_SPARES) {
       emptyRows(rows);

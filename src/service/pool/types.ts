@@ -2,7 +2,7 @@
 // (one Decisions per session tick). Both pools, inline and worker threads, implement AgentPool.
 
 import type { AgentFrame, AgentId, AgentInspection, WatchedFrame, WhyReport } from '../../bt/index.js';
-import type { PackedRows, StagedRows } from '../../protocol/index.js';
+import type { ActionDecision, EncodedTuples, PackedRows, StagedRows } from '../../protocol/index.js';
 import type { TreeLibrary } from '../../bt/library.js';
 
 /** One agent to create (the protocol's `spawn` entry). `bb` holds declared keys only. */
@@ -43,7 +43,13 @@ export interface EntryError {
 export interface Decisions {
   tick: number;
   basedOn: number;
+  /**
+   * As a game server reads them: decoded from `encodedActions` when first read (args as MessagePack carries them:
+   * maps as plain objects, `undefined` as null, 64-bit integers as numbers).
+   */
   actions: Array<[AgentId, number, string, unknown]>;
+  /** The actions encoded as the `decisions` frame carries them, for writers to splice (not enumerable). */
+  readonly encodedActions: EncodedTuples<ActionDecision>;
   cancels: Array<[AgentId, number]>;
   done: Array<[AgentId, 'success' | 'failure']>;
   errors: Array<[AgentId, string, string]>;

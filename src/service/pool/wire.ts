@@ -222,6 +222,6 @@ export function transferList(rows: RowBatch | null, results: ResultBatch | null,
     list.push(rows.slots.buffer as ArrayBuffer, rows.values.buffer as ArrayBuffer, rows.tags.buffer as ArrayBuffer, rows.vectors.buffer as ArrayBuffer);
   }
   if (results !== null) list.push(results.data.buffer as ArrayBuffer);
-  if (columns !== null) list.push(columns.actions.buffer as ArrayBuffer, columns.cancels.buffer as ArrayBuffer, columns.done.buffer as ArrayBuffer);
+  if (columns !== null) list.push(columns.actions.buffer as ArrayBuffer, columns.actionBytes.buffer as ArrayBuffer, columns.cancels.buffer as ArrayBuffer, columns.done.buffer as ArrayBuffer);
   return list;
 }

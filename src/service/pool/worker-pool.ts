@@ -9,7 +9,6 @@ import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
 import { FramePool } from './frames.js';
-import { unpackArgs } from './decisions.js';
 import { DEFAULT_CHECKPOINT_MS, DEFAULT_CHECKPOINT_TICKS, RecoveryJournal, type RecoveryStats } from './recovery.js';
 import type { PoolLogger, PoolOptions } from './types.js';
 import type { FromHost, HostRequest, ToHost, TreesOrder, WorkerHello, WorldUpdate } from './wire.js';
@@ -284,16 +283,7 @@ export class WorkerPool extends PoolRouter {
       if (p === undefined) return;
       t.pending.delete(msg.req);
       if (msg.t === 'failed') p.reject(new Error(`worker ${i}: ${msg.message}`));
-      else if (msg.t !== 'ticked') p.resolve(msg);
-      else {
-        try {
-          unpackArgs(msg.decisions);
-        } catch (err) {
-          p.reject(err instanceof Error ? err : new Error(String(err)));
-          return;
-        }
-        p.resolve(msg);
-      }
+      else p.resolve(msg);
     });
     t.worker.on('error', (err) => this.onThreadDown(i, t, err));
     t.worker.on('exit', (code) => this.onThreadDown(i, t, new Error(`worker exited with code ${code}`)));

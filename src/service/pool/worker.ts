@@ -3,7 +3,6 @@
 
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { packArgs } from './decisions.js';
 import { AgentHost } from './host.js';
 import { loadTrees } from './load.js';
 import { libraryFromDefinitions, loadDefinitions } from './reload.js';
@@ -84,12 +83,7 @@ if (!loaded.ok) {
       port.postMessage(reply, transfer);
       return;
     }
-    if (reply.t === 'ticked') {
-      packArgs(reply.decisions);
-      port.postMessage(reply, transferList(reply.rows, reply.results, reply.decisions, reply.frameRows));
-      return;
-    }
-    port.postMessage(reply, []);
+    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions, reply.frameRows) : []);
   };
   const slices = new Slicer(run, () => board.end(), SLICE_MS, undefined, parts);
   const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import {
   ErrorCode,
   Msg,
+  actionCount,
   type ActionResult,
   type AgentId,
   type BlackboardEntry,
@@ -500,13 +501,15 @@ export class Session {
     this.lastTick = tick;
     this.stats.ticked(d, performance.now() - started);
     metrics.ticks.inc({ mode: this.mode });
-    if (d.actions.length > 0) metrics.actions.inc(d.actions.length);
+    const actions = d.encodedActions.count;
+    if (actions > 0) metrics.actions.inc(actions);
     if (d.cancels.length > 0) metrics.cancels.inc(d.cancels.length);
     for (const e of d.errors) metrics.errors.inc({ code: e[1] });
     const decisions: DecisionsFields = {
       tick,
       basedOn,
-      actions: d.actions as DecisionsFields['actions'],
+      // Spliced into the frame as they are: the actions are not decoded on the session's path.
+      encodedActions: d.encodedActions,
       cancels: d.cancels,
       done: d.done,
       errors: d.errors as DecisionsFields['errors'],
@@ -551,7 +554,7 @@ export function rotateToken(session: Session): string {
 }
 
 function hasContent(d: DecisionsFields): boolean {
-  return (d.actions?.length ?? 0) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
+  return actionCount(d) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
 }
 
 /** The pool's entry errors in protocol form (no `id` when it could not be read). */

@@ -5,7 +5,9 @@ import type { AgentId } from '../../bt/index.js';
 
 /** What one tick decided, as the pool returns it (docs/protocol.md, `decisions`). */
 export interface TickDecisions {
+  /** Decoded when read (a pool's Decisions): counting reads `encodedActions` instead. */
   readonly actions: ReadonlyArray<readonly [AgentId, number, string, unknown]>;
+  readonly encodedActions?: { readonly count: number };
   readonly cancels: ReadonlyArray<readonly [AgentId, number]>;
   readonly done: ReadonlyArray<readonly [AgentId, 'success' | 'failure']>;
   readonly errors: ReadonlyArray<readonly [AgentId, string, string]>;
@@ -29,7 +31,7 @@ export class TickStats {
   /** One tick ran: what it decided and how long it took. */
   ticked(d: TickDecisions, ms: number): void {
     this.ticks++;
-    this.actions += d.actions.length;
+    this.actions += d.encodedActions?.count ?? d.actions.length;
     this.cancels += d.cancels.length;
     this.done += d.done.length;
     this.errors += d.errors.length;
