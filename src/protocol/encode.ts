@@ -175,24 +175,43 @@ export class EncodedTuples<T> {
   }
 }
 
-/** A MessagePack array header for `n` items, as msgpackr writes it (a view of a reused buffer: copy it before the next call). */
-export function arrayHeader(n: number): Uint8Array {
-  const b = header;
+/** A MessagePack array header for `n` items, as msgpackr writes it (from Node's shared pool: no ArrayBuffer of its own). */
+export function arrayHeader(n: number): Buffer {
   if (n < 16) {
+    const b = Buffer.allocUnsafe(1);
     b[0] = 0x90 | n;
-    return b.subarray(0, 1);
+    return b;
   }
+  const b = Buffer.allocUnsafe(n < 0x10000 ? 3 : 5);
   if (n < 0x10000) {
     b[0] = 0xdc;
     b.writeUInt16BE(n, 1);
-    return b.subarray(0, 3);
+  } else {
+    b[0] = 0xdd;
+    b.writeUInt32BE(n, 1);
   }
-  b[0] = 0xdd;
-  b.writeUInt32BE(n, 1);
-  return b.subarray(0, 5);
+  return b;
 }
 
-const header = Buffer.alloc(5);
+/**
+ * The MessagePack map `{ ...head, ...more }` where `more` is `extra` entries already encoded (keys and values back
+ * to back in `pieces`): head encoded, the rest copied after it, the head's fixmap header widened to every entry
+ * (at most 15 in all). Frames of spliced lists are built so: encodeDecisions, HeldDecisions.
+ */
+export function joinMap(head: Record<string, unknown>, extra: number, pieces: readonly Uint8Array[]): Buffer {
+  const start = encode(head);
+  let size = start.length;
+  for (const p of pieces) size += p.length;
+  const out = carve(size);
+  out.set(start, 0);
+  let at = start.length;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.length;
+  }
+  out[0] = 0x80 | (Object.keys(head).length + extra);
+  return out;
+}
 
 const actionTuple: [unknown, unknown, string, unknown] = [0, 0, '', null];
 
@@ -246,23 +265,12 @@ export function encodeDecisions(d: DecisionsFields): Buffer {
   if (d.errors !== undefined && d.errors.length > 0) rest.errors = wireTuples(d.errors, false);
   if (encoded === undefined) return encode(msg);
   // The same bytes as above, with the actions spliced in: head, `actions` and its list, then the other lists.
-  const head = encode(msg);
-  const restCount = Object.keys(rest).length;
-  const pieces: Uint8Array[] = [head];
+  const pieces: Uint8Array[] = [];
   if (encoded.count > 0) pieces.push(ACTIONS_KEY, arrayHeader(encoded.count), encoded.bytes);
-  // A fixmap of its own entries (at most 3): its header byte dropped, the entries follow the head's.
+  const restCount = Object.keys(rest).length;
+  // A fixmap of its own entries (at most 3): its header byte dropped, the entries follow the others.
   if (restCount > 0) pieces.push(encode(rest).subarray(1));
-  let size = 0;
-  for (const p of pieces) size += p.length;
-  const out = carve(size);
-  let at = 0;
-  for (const p of pieces) {
-    out.set(p, at);
-    at += p.length;
-  }
-  // The head was encoded as a fixmap of its own entries (at most 3); widen it to all of them (at most 7).
-  out[0] = 0x80 | (Object.keys(msg).length + (encoded.count > 0 ? 1 : 0) + restCount);
-  return out;
+  return joinMap(msg, (encoded.count > 0 ? 1 : 0) + restCount, pieces);
 }
 
 const SLAB_BYTES = 256 * 1024;
@@ -295,6 +303,11 @@ export function decisionActions(d: DecisionsFields): readonly ActionDecision[] {
 /** How many actions `d` holds, whichever form they came in. */
 export function actionCount(d: DecisionsFields): number {
   return d.encodedActions?.count ?? d.actions?.length ?? 0;
+}
+
+/** True when a tick's decisions hold something (fixed mode sends no frame for a tick without). */
+export function hasContent(d: DecisionsFields): boolean {
+  return actionCount(d) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
 }
 
 /** Encodes `error` for a message refused as a whole, with `re` when it had an `id`. */

@@ -23,6 +23,7 @@ export {
   carve,
   decisionActions,
   encodeActionTuple,
+  hasContent,
   encodeDecisions,
   encodeDespawned,
   encodeEntryError,

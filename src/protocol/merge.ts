@@ -2,7 +2,7 @@
 // held and appended to growing byte lists, so what a held decision costs is known exactly.
 
 import { encode } from './codec.js';
-import { arrayHeader, wireInt, wireTuples, type DecisionsFields } from './encode.js';
+import { arrayHeader, joinMap, wireInt, wireTuples, type DecisionsFields } from './encode.js';
 
 /** Fixed cost counted for a merger, and for each held chunk, besides their bytes (the objects themselves). */
 const OVERHEAD_BYTES = 512;
@@ -29,16 +29,12 @@ class ByteList {
       n = encoded.readUInt32BE(1);
       header = 5;
     }
-    // Outside Node's shared pool, so the size is what is really held.
-    const chunk = Buffer.allocUnsafeSlow(encoded.length - header);
-    encoded.copy(chunk, 0, header);
-    this.chunks.push(chunk);
-    this.length += chunk.length;
-    this.count += n;
+    this.appendItems(n, encoded.subarray(header));
   }
 
   /** Appends `count` encoded elements (copied). */
   appendItems(count: number, bytes: Uint8Array): void {
+    // Outside Node's shared pool, so the size is what is really held.
     const chunk = Buffer.allocUnsafeSlow(bytes.length);
     chunk.set(bytes);
     this.chunks.push(chunk);
@@ -100,18 +96,14 @@ export class HeldDecisions {
   frame(): Buffer {
     const head: Record<string, unknown> = { t: 'decisions', tick: wireInt(this.tick) };
     if (this.basedOn !== undefined) head.basedOn = wireInt(this.basedOn);
-    let entries = Object.keys(head).length;
-    for (const l of this.lists) if (l.count > 0) entries++;
-    const start = encode(head);
-    const pieces: Buffer[] = [start];
+    let lists = 0;
+    const pieces: Uint8Array[] = [];
     for (let i = 0; i < 4; i++) {
       const l = this.lists[i]!;
       if (l.count === 0) continue;
-      pieces.push(encode(KEYS[i]), Buffer.from(arrayHeader(l.count)), ...l.chunks);
+      lists++;
+      pieces.push(encode(KEYS[i]), arrayHeader(l.count), ...l.chunks);
     }
-    const out = Buffer.concat(pieces);
-    // The head was encoded as a fixmap of its own entries (at most 3); widen it to all of them (at most 7).
-    out[0] = 0x80 | entries;
-    return out;
+    return joinMap(head, lists, pieces);
   }
 }

@@ -2,7 +2,7 @@
 // blocks of length-delimited records. Shared by the writer (service), the reader, replay and the inspector.
 
 import { crc32 } from 'node:zlib';
-import { actionCount, isPackedRows, unpackRows, type AgentId, type DecisionsFields, type SnapshotMessage } from '../protocol/index.js';
+import { isPackedRows, unpackRows, type AgentId, type SnapshotMessage } from '../protocol/index.js';
 import { Codec } from './codec.js';
 
 /** First bytes of every recording file written now (8 bytes: name and file format version). */
@@ -119,11 +119,6 @@ export interface TickRecord {
   readonly time: number;
   readonly dt: number;
   readonly basedOn: number | null;
-}
-
-/** True when a tick's decisions hold something (fixed-mode frames without content are not sent). */
-export function hasContent(d: DecisionsFields): boolean {
-  return actionCount(d) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
 }
 
 /** Frames one record: kind byte, u32 payload length (the payload follows; not copied here). The durable sessions' input log frames its entries with it. */

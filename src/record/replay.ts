@@ -3,9 +3,9 @@
 
 import type { Agent, AgentId } from '../bt/index.js';
 import type { TreeLibrary } from '../bt/library.js';
-import { decode, type DecisionsFields } from '../protocol/index.js';
+import { decode, hasContent, type DecisionsFields } from '../protocol/index.js';
 import { loadCatalog } from '../service/pool/load.js';
-import { Kind, hasContent, type RecordingHeader, type TickRecord } from './format.js';
+import { Kind, type RecordingHeader, type TickRecord } from './format.js';
 import { RecordingReader, type RawRecord } from './reader.js';
 import { ReplayRun, readTick, type ResultFilter, type TickOutcome } from './run.js';
 

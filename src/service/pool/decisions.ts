@@ -156,16 +156,15 @@ export class ColumnSink implements DecisionSink {
  * (docs/capacity.md, "Round eight").
  */
 function newColumns(spare: SpareColumns | null): DecisionColumns {
-  const n = MIN_ENTRIES;
   return {
     nActions: 0,
-    actions: spare?.actions ?? new Float64Array(n * ACTION),
+    actions: spare?.actions ?? new Float64Array(MIN_ENTRIES * ACTION),
     actionBytes: spare?.actionBytes ?? new Uint8Array(MIN_ENTRIES * TUPLE_BYTES),
     nActionBytes: 0,
     nCancels: 0,
     cancels: spare?.cancels ?? new Float64Array(MIN_ENTRIES * CANCEL),
     nDone: 0,
-    done: spare?.done ?? new Float64Array(n * DONE),
+    done: spare?.done ?? new Float64Array(MIN_ENTRIES * DONE),
     errors: [],
     logs: { lines: [], dropped: [0, 0, 0, 0] },
   };
@@ -184,8 +183,9 @@ function growBytes(a: Uint8Array, atLeast: number): Uint8Array {
 }
 
 /**
- * Rebuilds protocol tuples from a host's columns; `ids[slot]` is the agent in each slot when the tick was sent
- * and `ordinals[slot]` its spawn order, kept beside each list so the merge can order entries by spawn.
+ * A host's columns as lists: cancels, done and errors as protocol tuples, actions as their encoded bytes with where
+ * each ends. `ids[slot]` is the agent in each slot when the tick was sent and `ordinals[slot]` its spawn order, kept
+ * beside each list so the merge can order entries by spawn.
  */
 export function unpackDecisions(c: DecisionColumns, ids: readonly AgentId[], ordinals: readonly number[]): DecisionLists {
   const ends: number[] = [];
@@ -235,7 +235,7 @@ export function mergeDecisions(tick: number, basedOn: number, parts: readonly De
  * A Decisions whose `actions` are decoded from `encoded` when first read (an enumerable property, so that
  * comparing two Decisions compares the actions), with `encodedActions` beside them (not enumerable).
  */
-export function decisions(
+function decisions(
   tick: number,
   basedOn: number,
   encoded: EncodedTuples<ActionDecision>,

@@ -4,7 +4,7 @@
 
 import type { Agent, AgentFrame, AgentId, CompiledTree, WatchedFrame, WhyReport } from '../../bt/index.js';
 import { packAgents, unpackAgents } from './checkpoint.js';
-import { decisions, keepParts, mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
+import { keepParts, mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
 import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
 import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, WorkerStats } from './types.js';
@@ -12,7 +12,7 @@ import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type StageOrder, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
-import { EncodedTuples, Msg, isAgentId, isPackedRows, stagedAsFrameRows, type PackedRows, type StagedRows } from '../../protocol/index.js';
+import { Msg, isAgentId, isPackedRows, stagedAsFrameRows, type PackedRows, type StagedRows } from '../../protocol/index.js';
 import { LodTable, badEvery } from './lod.js';
 import { MISS, RowMemo } from './row-memo.js';
 
@@ -701,7 +701,6 @@ export abstract class PoolRouter implements AgentPool {
       if (frames !== null) this.deliverFrames(session, frames);
       const lost = s.lost;
       s.lost = [];
-      if (parts.length === 0) return decisions(tick, basedOn, EncodedTuples.EMPTY, [], [], lost);
       return mergeDecisions(tick, basedOn, parts, lost);
     } finally {
       s.ticking = false;

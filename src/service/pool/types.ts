@@ -36,9 +36,8 @@ export interface EntryError {
 }
 
 /**
- * What one session tick decided, merged over every worker, protocol-shaped (protocol.md, `decisions`).
- * Each agent's own entries keep their order; the order between agents is not part of the contract
- * (entries are grouped by worker, then by the agent's slot in that worker).
+ * What one session tick decided, merged over every worker, protocol-shaped (protocol.md, `decisions`): every list
+ * in the order the agents were spawned, each agent's own entries in the order its tree made them.
  */
 export interface Decisions {
   tick: number;

@@ -2,8 +2,8 @@
 // of src/record's format. Inputs are logged where the session hands them to the pool, ticks where they
 // start, decisions as encoded for the wire. A copy into the writer's block per call; the disk is the writer's job.
 
-import { encodeDecisions, encode, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type LodEntry, type SnapshotMessage } from '../../protocol/index.js';
-import { hasContent, Kind, snapshotRecordFields } from '../../record/format.js';
+import { encodeDecisions, encode, hasContent, type ActionResult, type AgentId, type BlackboardEntry, type DecisionsFields, type LodEntry, type SnapshotMessage } from '../../protocol/index.js';
+import { Kind, snapshotRecordFields } from '../../record/format.js';
 import type { RecordingWriter } from '../../record/writer.js';
 import type { SpawnEntry } from '../pool/index.js';
 import type { SessionTap } from '../sessions/session.js';

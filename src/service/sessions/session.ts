@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import {
   ErrorCode,
   Msg,
-  actionCount,
+  hasContent,
   type ActionResult,
   type AgentId,
   type BlackboardEntry,
@@ -551,10 +551,6 @@ function newToken(): string {
 export function rotateToken(session: Session): string {
   session.resumeToken = newToken();
   return session.resumeToken;
-}
-
-function hasContent(d: DecisionsFields): boolean {
-  return actionCount(d) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
 }
 
 /** The pool's entry errors in protocol form (no `id` when it could not be read). */
