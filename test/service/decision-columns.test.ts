@@ -1,6 +1,7 @@
 // A host's decision columns and the router's merge, without threads: actions are encoded in the host's sink, merged
 // from several hosts in spawn order as bytes, and parts kept past their tick survive their columns being reused.
 
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Agent } from '../../src/bt/index.js';
 import { decode, encodeDecisions } from '../../src/protocol/index.js';
@@ -67,5 +68,51 @@ describe('decision columns', () => {
     expect(mergeDecisions(2, 2, [unpackDecisions(sink.columns(), [0], [0])], []).actions).toEqual([[0, 2, 'shoot', {}]]);
     // The first tick's merged actions are a copy of their own.
     expect(first.actions[0]).toEqual([0, 1, 'moveTo', { to: [0, 0.5], speed: 'run' }]);
+  });
+
+  test('every list merges as a stable sort of the parts by spawn order: parts in order or not, carried parts, any number of hosts', () => {
+    const entry = fc.record({ slot: fc.nat(5), kind: fc.constantFrom('action', 'cancel', 'done', 'error'), seq: fc.nat(9) });
+    const part = fc.record({ ordinals: fc.array(fc.nat(12), { minLength: 6, maxLength: 6 }), entries: fc.array(entry, { maxLength: 12 }) });
+    fc.assert(
+      fc.property(fc.array(part, { minLength: 1, maxLength: 4 }), fc.boolean(), (spec, keep) => {
+        const want = { actions: [] as Array<[number, unknown[]]>, cancels: [] as Array<[number, unknown[]]>, done: [] as Array<[number, unknown[]]>, errors: [] as Array<[number, unknown[]]> };
+        let parts: DecisionLists[] = spec.map(({ ordinals, entries }, k) => {
+          const ids = ordinals.map((_, slot) => `h${k}s${slot}`);
+          const sink = new ColumnSink(null);
+          for (const { slot, kind, seq } of entries) {
+            sink.slot = slot;
+            const a = agent(ids[slot]!);
+            const key = ordinals[slot]!;
+            if (kind === 'action') {
+              sink.action(a, seq, 'act', { n: seq });
+              want.actions.push([key, [ids[slot], seq, 'act', { n: seq }]]);
+            } else if (kind === 'cancel') {
+              sink.cancel(a, seq);
+              want.cancels.push([key, [ids[slot], seq]]);
+            } else if (kind === 'done') {
+              sink.finished(a, seq % 2 === 0 ? 'success' : 'failure');
+              want.done.push([key, [ids[slot], seq % 2 === 0 ? 'success' : 'failure']]);
+            } else {
+              sink.error(a, 'E_PLUGIN', `m${seq}`);
+              want.errors.push([key, [ids[slot], 'E_PLUGIN', `m${seq}`]]);
+            }
+          }
+          return unpackDecisions(sink.columns(), ids, ordinals);
+        });
+        if (keep) {
+          parts = keepParts(parts);
+          // The hosts write over their columns and reuse their slots; kept parts do not see it.
+          for (const p of spec) p.ordinals.fill(0);
+        }
+        const d = mergeDecisions(3, 3, parts, [[99, 'E_WORKER', 'lost']]);
+        const sorted = (l: Array<[number, unknown[]]>) => l.toSorted((x, y) => x[0] - y[0]).map(([, t]) => t);
+        expect(d.actions).toEqual(sorted(want.actions));
+        expect(d.cancels).toEqual(sorted(want.cancels));
+        expect(d.done).toEqual(sorted(want.done));
+        expect(d.errors).toEqual([[99, 'E_WORKER', 'lost'], ...sorted(want.errors)]);
+        expect(d.encodedActions.count).toBe(want.actions.length);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
