@@ -96,8 +96,8 @@ class Game {
 
   record(n: number, d: Decisions): void {
     this.actions += d.actions.length;
-    this.cancels += d.cancels.length;
-    this.done += d.done.length;
+    this.cancels += d.encodedCancels.count;
+    this.done += d.encodedDone.count;
     this.errors += d.errors.length;
     for (const [id, seq, action] of d.actions) {
       const k = durations[action];

@@ -158,7 +158,7 @@ async function round(n: number): Promise<void> {
       if (results.length > 0) pool.results(g.name, results);
       const d: Decisions = await pool.tick(g.name, n, n / HZ, 1 / HZ, n);
       // As the session sends them (session.ts): the actions spliced in as the workers encoded them.
-      const frame = encodeDecisions({ tick: d.tick, basedOn: d.basedOn, encodedActions: d.encodedActions, cancels: d.cancels, done: d.done, errors: d.errors as never });
+      const frame = encodeDecisions({ tick: d.tick, basedOn: d.basedOn, encodedActions: d.encodedActions, encodedCancels: d.encodedCancels, encodedDone: d.encodedDone, errors: d.errors as never });
       decisionBytes += frame.length;
       // The game server's side, timed and taken out of the main thread's figure: it reads the frame for its actions,
       // and every action succeeds a second later (a game's moves and shots take a while).

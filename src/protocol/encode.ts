@@ -233,6 +233,107 @@ export function encodeActionTuple(id: AgentId, seq: number, action: string, args
   }
 }
 
+/**
+ * Writes the integer `v` at `at` as msgpackr writes it (this codec's options), for an integer within 32 bits (signed
+ * or unsigned); returns where it ends, or -1 for any other number (the caller encodes the ordinary way).
+ */
+function writeInt(target: Uint8Array, at: number, v: number): number {
+  if (v >>> 0 === v) {
+    if (v < 0x80) {
+      target[at] = v;
+      return at + 1;
+    }
+    if (v < 0x100) {
+      target[at] = 0xcc;
+      target[at + 1] = v;
+      return at + 2;
+    }
+    if (v < 0x10000) {
+      target[at] = 0xcd;
+      target[at + 1] = v >> 8;
+      target[at + 2] = v & 0xff;
+      return at + 3;
+    }
+    target[at] = 0xce;
+    target[at + 1] = v >>> 24;
+    target[at + 2] = (v >> 16) & 0xff;
+    target[at + 3] = (v >> 8) & 0xff;
+    target[at + 4] = v & 0xff;
+    return at + 5;
+  }
+  if (v >> 0 === v) {
+    if (v >= -0x20) {
+      target[at] = 0x100 + v;
+      return at + 1;
+    }
+    if (v >= -0x80) {
+      target[at] = 0xd0;
+      target[at + 1] = v + 0x100;
+      return at + 2;
+    }
+    if (v >= -0x8000) {
+      target[at] = 0xd1;
+      target[at + 1] = (v >> 8) & 0xff;
+      target[at + 2] = v & 0xff;
+      return at + 3;
+    }
+    target[at] = 0xd2;
+    target[at + 1] = (v >> 24) & 0xff;
+    target[at + 2] = (v >> 16) & 0xff;
+    target[at + 3] = (v >> 8) & 0xff;
+    target[at + 4] = v & 0xff;
+    return at + 5;
+  }
+  return -1;
+}
+
+/** Most bytes writeCancelTuple and writeDoneTuple write: the array's header, a 5-byte id and a status (8 bytes). */
+export const SMALL_TUPLE_BYTES = 14;
+
+/**
+ * Writes the `[id, seq]` entry of `decisions.cancels` at `at`, as encodeCancelTuple would, where `id` is an integer
+ * within 32 bits (`target` has SMALL_TUPLE_BYTES from `at`); returns where it ends, or -1 where it does not apply
+ * (string and wide ids, wide seqs: encodeCancelTuple then). A worker's sink writes most cancels so, without the codec.
+ */
+export function writeCancelTuple(target: Uint8Array, at: number, id: AgentId, seq: number): number {
+  if (typeof id !== 'number') return -1;
+  target[at] = 0x92;
+  const afterId = writeInt(target, at + 1, id);
+  return afterId < 0 ? -1 : writeInt(target, afterId, seq);
+}
+
+const SUCCESS = Buffer.from(encode('success'));
+const FAILURE = Buffer.from(encode('failure'));
+
+/** Writes the `[id, status]` entry of `decisions.done` at `at`, as writeCancelTuple writes a cancel. */
+export function writeDoneTuple(target: Uint8Array, at: number, id: AgentId, status: 'success' | 'failure'): number {
+  if (typeof id !== 'number') return -1;
+  target[at] = 0x92;
+  const afterId = writeInt(target, at + 1, id);
+  if (afterId < 0) return -1;
+  const s = status === 'success' ? SUCCESS : FAILURE;
+  for (let i = 0; i < s.length; i++) target[afterId + i] = s[i]!;
+  return afterId + s.length;
+}
+
+const cancelTuple: [unknown, unknown] = [0, 0];
+
+/** One `[id, seq]` entry of `decisions.cancels` as encodeDecisions writes it (a view, as encodeActionTuple's). */
+export function encodeCancelTuple(id: AgentId, seq: number): Buffer {
+  cancelTuple[0] = wireInt(id);
+  cancelTuple[1] = wireInt(seq);
+  return encode(cancelTuple);
+}
+
+const doneTuple: [unknown, string] = [0, ''];
+
+/** One `[id, status]` entry of `decisions.done` as encodeDecisions writes it (a view, as encodeActionTuple's). */
+export function encodeDoneTuple(id: AgentId, status: 'success' | 'failure'): Buffer {
+  doneTuple[0] = wireInt(id);
+  doneTuple[1] = status;
+  return encode(doneTuple);
+}
+
 /** What one tick decided, as the service collects it. Lists may be empty or absent. */
 export interface DecisionsFields {
   readonly tick: number;
@@ -245,32 +346,58 @@ export interface DecisionsFields {
    */
   readonly encodedActions?: EncodedTuples<ActionDecision> | undefined;
   readonly cancels?: readonly CancelDecision[] | undefined;
+  /** The cancels already encoded, as `encodedActions`. */
+  readonly encodedCancels?: EncodedTuples<CancelDecision> | undefined;
   readonly done?: readonly DoneDecision[] | undefined;
+  /** The done entries already encoded, as `encodedActions`. */
+  readonly encodedDone?: EncodedTuples<DoneDecision> | undefined;
   readonly errors?: readonly AgentError[] | undefined;
 }
 
 /**
  * Encodes `decisions`, leaving out empty lists and an undefined `basedOn`. Allocates one small
  * envelope object (plus copies only for tuples holding integers wider than 32 bits); the lists
- * themselves are written as they are and may be reused by the caller once this returns.
+ * themselves are written as they are and may be reused by the caller once this returns. Lists given
+ * encoded are spliced in as they are: the frame is byte for byte the one their values would make.
  */
 export function encodeDecisions(d: DecisionsFields): Buffer {
   const msg: Record<string, unknown> = { t: 'decisions', tick: wireInt(d.tick) };
   if (d.basedOn !== undefined) msg.basedOn = wireInt(d.basedOn);
-  const encoded = d.encodedActions;
-  if (encoded === undefined && d.actions !== undefined && d.actions.length > 0) msg.actions = wireTuples(d.actions, true);
-  const rest: Record<string, unknown> = encoded === undefined ? msg : {};
-  if (d.cancels !== undefined && d.cancels.length > 0) rest.cancels = wireTuples(d.cancels, true);
-  if (d.done !== undefined && d.done.length > 0) rest.done = wireTuples(d.done, false);
-  if (d.errors !== undefined && d.errors.length > 0) rest.errors = wireTuples(d.errors, false);
-  if (encoded === undefined) return encode(msg);
-  // The same bytes as above, with the actions spliced in: head, `actions` and its list, then the other lists.
+  if (d.encodedActions === undefined && d.encodedCancels === undefined && d.encodedDone === undefined) {
+    if (d.actions !== undefined && d.actions.length > 0) msg.actions = wireTuples(d.actions, true);
+    if (d.cancels !== undefined && d.cancels.length > 0) msg.cancels = wireTuples(d.cancels, true);
+    if (d.done !== undefined && d.done.length > 0) msg.done = wireTuples(d.done, false);
+    if (d.errors !== undefined && d.errors.length > 0) msg.errors = wireTuples(d.errors, false);
+    return encode(msg);
+  }
+  // The same bytes, the lists spliced in after the head in the same order: each key, then its list.
   const pieces: Uint8Array[] = [];
-  if (encoded.count > 0) pieces.push(ACTIONS_KEY, arrayHeader(encoded.count), encoded.bytes);
-  const restCount = Object.keys(rest).length;
-  // A fixmap of its own entries (at most 3): its header byte dropped, the entries follow the others.
-  if (restCount > 0) pieces.push(encode(rest).subarray(1));
-  return joinMap(msg, (encoded.count > 0 ? 1 : 0) + restCount, pieces);
+  const lists =
+    listPiece(pieces, LIST_KEYS[0], d.encodedActions, d.actions, true) +
+    listPiece(pieces, LIST_KEYS[1], d.encodedCancels, d.cancels, true) +
+    listPiece(pieces, LIST_KEYS[2], d.encodedDone, d.done, false) +
+    listPiece(pieces, LIST_KEYS[3], undefined, d.errors, false);
+  return joinMap(msg, lists, pieces);
+}
+
+/** The encoded keys of the decisions frame's lists, in the order the frame has them. */
+export const LIST_KEYS: readonly [Buffer, Buffer, Buffer, Buffer] = [keyBytes('actions'), keyBytes('cancels'), keyBytes('done'), keyBytes('errors')];
+
+function keyBytes(name: string): Buffer {
+  return Buffer.from(encode(name));
+}
+
+/** Adds one list's key and items to `pieces` (encoded items as they are, values encoded); 1 if it did, 0 if empty. */
+function listPiece(pieces: Uint8Array[], key: Uint8Array, encoded: EncodedTuples<unknown> | undefined, values: readonly (readonly unknown[])[] | undefined, withSeq: boolean): number {
+  if (encoded !== undefined) {
+    if (encoded.count === 0) return 0;
+    pieces.push(key, arrayHeader(encoded.count), encoded.bytes);
+    return 1;
+  }
+  if (values === undefined || values.length === 0) return 0;
+  // A view of the codec's output that later encodes (joinMap's head) leave alone.
+  pieces.push(key, encode(wireTuples(values, withSeq)));
+  return 1;
 }
 
 const SLAB_BYTES = 256 * 1024;
@@ -293,11 +420,19 @@ export function carve(size: number): Buffer {
   return out;
 }
 
-const ACTIONS_KEY = Buffer.from(encode('actions'));
-
 /** The actions of `d` as values, whichever form they came in. */
 export function decisionActions(d: DecisionsFields): readonly ActionDecision[] {
   return d.encodedActions?.decode() ?? d.actions ?? [];
+}
+
+/** The cancels of `d` as values, whichever form they came in. */
+export function decisionCancels(d: DecisionsFields): readonly CancelDecision[] {
+  return d.encodedCancels?.decode() ?? d.cancels ?? [];
+}
+
+/** The done entries of `d` as values, whichever form they came in. */
+export function decisionDone(d: DecisionsFields): readonly DoneDecision[] {
+  return d.encodedDone?.decode() ?? d.done ?? [];
 }
 
 /** How many actions `d` holds, whichever form they came in. */
@@ -307,7 +442,17 @@ export function actionCount(d: DecisionsFields): number {
 
 /** True when a tick's decisions hold something (fixed mode sends no frame for a tick without). */
 export function hasContent(d: DecisionsFields): boolean {
-  return actionCount(d) + (d.cancels?.length ?? 0) + (d.done?.length ?? 0) + (d.errors?.length ?? 0) > 0;
+  return actionCount(d) + cancelCount(d) + doneCount(d) + (d.errors?.length ?? 0) > 0;
+}
+
+/** How many cancels `d` holds, whichever form they came in. */
+export function cancelCount(d: DecisionsFields): number {
+  return d.encodedCancels?.count ?? d.cancels?.length ?? 0;
+}
+
+/** How many done entries `d` holds, whichever form they came in. */
+export function doneCount(d: DecisionsFields): number {
+  return d.encodedDone?.count ?? d.done?.length ?? 0;
 }
 
 /** Encodes `error` for a message refused as a whole, with `re` when it had an `id`. */

@@ -2,7 +2,7 @@
 // held and appended to growing byte lists, so what a held decision costs is known exactly.
 
 import { encode } from './codec.js';
-import { arrayHeader, joinMap, wireInt, wireTuples, type DecisionsFields } from './encode.js';
+import { LIST_KEYS, arrayHeader, joinMap, wireInt, wireTuples, type DecisionsFields } from './encode.js';
 
 /** Fixed cost counted for a merger, and for each held chunk, besides their bytes (the objects themselves). */
 const OVERHEAD_BYTES = 512;
@@ -43,8 +43,6 @@ class ByteList {
   }
 }
 
-const KEYS = ['actions', 'cancels', 'done', 'errors'] as const;
-
 /**
  * Fixed-mode decisions merged while a reader lags: lists concatenated in order, the latest `tick`
  * and `basedOn` kept. {@link bytes} is the memory held; {@link frame} builds the one `decisions`
@@ -63,30 +61,34 @@ export class HeldDecisions {
    * they would take more than `room` bytes: then nothing is appended and false is returned.
    */
   add(d: DecisionsFields, room: number = Infinity): boolean {
-    const pre = d.encodedActions;
-    // Actions already encoded are not read as values.
-    const parts: ReadonlyArray<readonly (readonly unknown[])[] | undefined> = [pre === undefined ? d.actions : undefined, d.cancels, d.done, d.errors];
+    // Lists already encoded are not read as values.
+    const pre = [d.encodedActions, d.encodedCancels, d.encodedDone, undefined] as const;
+    const values: ReadonlyArray<readonly (readonly unknown[])[] | undefined> = [d.actions, d.cancels, d.done, d.errors];
     const encoded: Array<Buffer | undefined> = [];
-    // Counted as the encoded list would be, header included, so that either form holds the same budget.
-    let size = pre !== undefined && pre.count > 0 ? arrayHeader(pre.count).length + pre.bytes.length + CHUNK_OVERHEAD_BYTES : 0;
+    let size = 0;
     for (let i = 0; i < 4; i++) {
-      const list = parts[i];
-      if (list === undefined || list.length === 0) {
-        encoded.push(undefined);
+      const p = pre[i];
+      encoded.push(undefined);
+      if (p !== undefined) {
+        // Counted as the encoded list would be, header included, so that either form holds the same budget.
+        if (p.count > 0) size += arrayHeader(p.count).length + p.bytes.length + CHUNK_OVERHEAD_BYTES;
         continue;
       }
+      const list = values[i];
+      if (list === undefined || list.length === 0) continue;
       // A view of the codec's output that later encodes leave alone; appendArray copies it.
       const bytes = encode(wireTuples(list, i < 2));
-      encoded.push(bytes);
+      encoded[i] = bytes;
       size += bytes.length + CHUNK_OVERHEAD_BYTES;
     }
     if (size > room) return false;
     this.tick = d.tick;
     if (d.basedOn !== undefined) this.basedOn = d.basedOn;
-    if (pre !== undefined && pre.count > 0) this.lists[0].appendItems(pre.count, pre.bytes);
     for (let i = 0; i < 4; i++) {
+      const p = pre[i];
       const bytes = encoded[i];
-      if (bytes !== undefined) this.lists[i]!.appendArray(bytes);
+      if (p !== undefined && p.count > 0) this.lists[i]!.appendItems(p.count, p.bytes);
+      else if (bytes !== undefined) this.lists[i]!.appendArray(bytes);
     }
     this.bytes += size;
     return true;
@@ -102,7 +104,7 @@ export class HeldDecisions {
       const l = this.lists[i]!;
       if (l.count === 0) continue;
       lists++;
-      pieces.push(encode(KEYS[i]), arrayHeader(l.count), ...l.chunks);
+      pieces.push(LIST_KEYS[i]!, arrayHeader(l.count), ...l.chunks);
     }
     return joinMap(head, lists, pieces);
   }

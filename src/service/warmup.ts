@@ -57,7 +57,7 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
         if (!snapshot.ok || snapshot.msg.t !== 'snapshot') throw new Error('warm-up snapshot frame refused');
         pool.observe(session, snapshot.msg.agents as PackedRows, false);
         const d = await pool.tick(session, t, t * 0.05, 0.05, t);
-        encodeDecisions({ tick: t, basedOn: t, encodedActions: d.encodedActions, cancels: d.cancels, done: d.done, errors: d.errors as never });
+        encodeDecisions({ tick: t, basedOn: t, encodedActions: d.encodedActions, encodedCancels: d.encodedCancels, encodedDone: d.encodedDone, errors: d.errors as never });
         ticks++;
       }
       const despawn = parse({ t: 'despawn', id: 2, ids });

@@ -1,4 +1,4 @@
-// Actions encoded where they are made (a pool worker's sink) and spliced into the `decisions` frame: the frame must
+// Actions, cancels and done entries encoded where they are made (a pool worker's sink) and spliced into the `decisions` frame: the frame must
 // be byte for byte the one encodeDecisions writes from the values, and the values read back must be those a client
 // reads from that frame; the same for decisions merged while a reader lags (HeldDecisions).
 
@@ -9,8 +9,15 @@ import {
   HeldDecisions,
   decode,
   encodeActionTuple,
+  encodeCancelTuple,
   encodeDecisions,
+  encodeDoneTuple,
+  SMALL_TUPLE_BYTES,
+  writeCancelTuple,
+  writeDoneTuple,
   type ActionDecision,
+  type CancelDecision,
+  type DoneDecision,
   type DecisionsFields,
 } from '../../src/protocol/index.js';
 
@@ -19,6 +26,26 @@ function encoded(actions: readonly ActionDecision[]): EncodedTuples<ActionDecisi
   const parts = actions.map(([id, seq, name, args]) => Buffer.from(encodeActionTuple(id, seq, name, args)));
   return new EncodedTuples(actions.length, Buffer.concat(parts));
 }
+
+/** Cancels and done entries as a pool carries them. */
+function encodedCancels(cancels: readonly CancelDecision[]): EncodedTuples<CancelDecision> {
+  return new EncodedTuples(cancels.length, Buffer.concat(cancels.map(([id, seq]) => Buffer.from(encodeCancelTuple(id, seq)))));
+}
+function encodedDone(done: readonly DoneDecision[]): EncodedTuples<DoneDecision> {
+  return new EncodedTuples(done.length, Buffer.concat(done.map(([id, status]) => Buffer.from(encodeDoneTuple(id, status)))));
+}
+
+/** `fields` with the lists `which` says ([actions, cancels, done]) given encoded instead of as values. */
+function withEncoded(fields: DecisionsFields, which: readonly boolean[]): DecisionsFields {
+  const { actions = [], cancels = [], done = [], ...rest } = fields;
+  return {
+    ...rest,
+    ...(which[0] ? { encodedActions: encoded(actions) } : { actions }),
+    ...(which[1] ? { encodedCancels: encodedCancels(cancels) } : { cancels }),
+    ...(which[2] ? { encodedDone: encodedDone(done) } : { done }),
+  };
+}
+const which = fc.array(fc.boolean(), { minLength: 3, maxLength: 3 });
 
 const id = fc.oneof(fc.integer({ min: -(2 ** 31), max: 2 ** 31 }), fc.constantFrom(2 ** 40, 2 ** 53 - 1, -(2 ** 50), 4_294_967_296), fc.string({ maxLength: 12 }));
 const seq = fc.oneof(fc.nat(), fc.constantFrom(0xffffffff, 2 ** 33, 2 ** 52));
@@ -30,18 +57,18 @@ const action = fc.tuple(id, seq, fc.constantFrom('moveTo', 'shoot', 'ü-ñame', 
 const actions = fc.oneof(fc.array(action, { maxLength: 20 }), fc.array(action, { minLength: 15, maxLength: 17 }));
 const rest = fc.record({
   basedOn: fc.option(seq, { nil: undefined }),
-  cancels: fc.array(fc.tuple(id, seq), { maxLength: 3 }),
-  done: fc.array(fc.tuple(id, fc.constantFrom('success' as const, 'failure' as const)), { maxLength: 3 }),
+  cancels: fc.oneof(fc.array(fc.tuple(id, seq), { maxLength: 3 }), fc.array(fc.tuple(id, seq), { minLength: 15, maxLength: 17 })),
+  done: fc.oneof(fc.array(fc.tuple(id, fc.constantFrom('success' as const, 'failure' as const)), { maxLength: 3 }), fc.array(fc.tuple(id, fc.constantFrom('success' as const, 'failure' as const)), { minLength: 15, maxLength: 17 })),
   errors: fc.array(fc.tuple(id, fc.constantFrom('E_PLUGIN'), fc.string({ maxLength: 10 })), { maxLength: 2 }),
 });
 
-describe('actions encoded where they are made', () => {
+describe('decision lists encoded where they are made', () => {
   test('the spliced decisions frame is byte for byte the one written from the values', () => {
     fc.assert(
-      fc.property(fc.nat(), actions, rest, (tick, list, r) => {
-        const fields = { tick, ...r };
-        const spliced = encodeDecisions({ ...fields, encodedActions: encoded(list) });
-        expect(spliced.equals(encodeDecisions({ ...fields, actions: list }))).toBe(true);
+      fc.property(fc.nat(), actions, rest, which, (tick, list, r, w) => {
+        const fields = { tick, ...r, actions: list };
+        const spliced = encodeDecisions(withEncoded(fields, w));
+        expect(spliced.equals(encodeDecisions(fields))).toBe(true);
       }),
       { numRuns: 300 },
     );
@@ -49,9 +76,11 @@ describe('actions encoded where they are made', () => {
 
   test('the values read back are those a client reads from the frame', () => {
     fc.assert(
-      fc.property(actions, (list) => {
-        const frame = decode(encodeDecisions({ tick: 1, encodedActions: encoded(list) })) as { actions?: unknown[] };
+      fc.property(actions, rest, (list, r) => {
+        const frame = decode(encodeDecisions({ tick: 1, ...r, actions: list })) as { actions?: unknown[]; cancels?: unknown[]; done?: unknown[] };
         expect(encoded(list).decode()).toEqual(frame.actions ?? []);
+        expect(encodedCancels(r.cancels).decode()).toEqual(frame.cancels ?? []);
+        expect(encodedDone(r.done).decode()).toEqual(frame.done ?? []);
       }),
       { numRuns: 200 },
     );
@@ -66,18 +95,35 @@ describe('actions encoded where they are made', () => {
 
   test('decisions held for a slow reader merge to the same frame either way', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(actions, rest), { minLength: 1, maxLength: 4 }), (ticks) => {
+      fc.property(fc.array(fc.tuple(actions, rest, which), { minLength: 1, maxLength: 4 }), (ticks) => {
         const fromValues = new HeldDecisions();
         const fromBytes = new HeldDecisions();
-        ticks.forEach(([list, r], t) => {
-          const fields: DecisionsFields = { tick: t, ...r };
-          expect(fromValues.add({ ...fields, actions: list })).toBe(true);
-          expect(fromBytes.add({ ...fields, encodedActions: encoded(list) })).toBe(true);
+        ticks.forEach(([list, r, w], t) => {
+          const fields: DecisionsFields = { tick: t, ...r, actions: list };
+          expect(fromValues.add(fields)).toBe(true);
+          expect(fromBytes.add(withEncoded(fields, w))).toBe(true);
         });
         expect(fromBytes.frame().equals(fromValues.frame())).toBe(true);
         expect(fromBytes.bytes).toBe(fromValues.bytes);
       }),
       { numRuns: 200 },
+    );
+  });
+
+  test('cancels and done entries written in place are the bytes the codec writes', () => {
+    const int = fc.oneof(fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }), fc.constantFrom(0, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x10000, -0x20, -0x21, -0x80, -0x81, -0x8000, -0x8001, 2 ** 32 - 1, -(2 ** 31)));
+    fc.assert(
+      fc.property(fc.oneof(int, id), fc.oneof(int, seq), fc.boolean(), (i, q, ok) => {
+        const target = new Uint8Array(3 + SMALL_TUPLE_BYTES).fill(0xc1);
+        // Written in place exactly where both are integers within 32 bits; -1 (the codec's turn) otherwise.
+        const fits = (v: unknown) => typeof v === 'number' && Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 32;
+        const cancel = writeCancelTuple(target, 3, i, q);
+        expect(cancel < 0 ? null : Buffer.from(target.subarray(3, cancel))).toEqual(fits(i) && fits(q) ? Buffer.from(encodeCancelTuple(i, q)) : null);
+        const status = ok ? 'success' : 'failure';
+        const done = writeDoneTuple(target, 3, i, status);
+        expect(done < 0 ? null : Buffer.from(target.subarray(3, done))).toEqual(fits(i) ? Buffer.from(encodeDoneTuple(i, status)) : null);
+      }),
+      { numRuns: 1000 },
     );
   });
 });

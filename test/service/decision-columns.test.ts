@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Agent } from '../../src/bt/index.js';
 import { decode, encodeDecisions } from '../../src/protocol/index.js';
-import { ColumnSink, keepParts, mergeDecisions, unpackDecisions, type DecisionLists } from '../../src/service/pool/decisions.js';
+import { ColumnSink, keepParts, mergeDecisions, spareOf, unpackDecisions, type DecisionLists } from '../../src/service/pool/decisions.js';
 
 /** What the sink reads of an agent: its id. */
 const agent = (id: number | string): Agent => ({ id }) as unknown as Agent;
@@ -44,8 +44,8 @@ describe('decision columns', () => {
     const b = hostTick([[0, 2, 5, 'shoot', { at: [3, 4] }]], [2], [1]);
     const kept = keepParts([a.part, b.part]);
     // The columns go back to their hosts with the next tick, which write over them.
-    a.sink.columns().actionBytes.fill(0xc1);
-    b.sink.columns().actionBytes.fill(0xc1);
+    a.sink.columns().actions.bytes.fill(0xc1);
+    b.sink.columns().actions.bytes.fill(0xc1);
     expect(mergeDecisions(5, 5, kept, []).actions).toEqual([
       [1, 1, 'moveTo', { to: [1, 2] }],
       [2, 5, 'shoot', { at: [3, 4] }],
@@ -62,7 +62,7 @@ describe('decision columns', () => {
     expect(first.actions).toHaveLength(500);
     expect(first.actions[499]).toEqual([499, 1, 'moveTo', { to: [499, 499.5], speed: 'run' }]);
     const c = sink.columns();
-    sink.reset({ actions: c.actions, actionBytes: c.actionBytes, cancels: c.cancels, done: c.done });
+    sink.reset(spareOf(c));
     sink.slot = 0;
     sink.action(agent(0), 2, 'shoot', {});
     expect(mergeDecisions(2, 2, [unpackDecisions(sink.columns(), [0], [0])], []).actions).toEqual([[0, 2, 'shoot', {}]]);
@@ -77,7 +77,8 @@ describe('decision columns', () => {
       fc.property(fc.array(part, { minLength: 1, maxLength: 4 }), fc.boolean(), (spec, keep) => {
         const want = { actions: [] as Array<[number, unknown[]]>, cancels: [] as Array<[number, unknown[]]>, done: [] as Array<[number, unknown[]]>, errors: [] as Array<[number, unknown[]]> };
         let parts: DecisionLists[] = spec.map(({ ordinals, entries }, k) => {
-          const ids = ordinals.map((_, slot) => `h${k}s${slot}`);
+          // Integer ids (written in place) on even parts, string ids (through the codec) on odd ones.
+          const ids = ordinals.map((_, slot) => (k % 2 === 0 ? k * 100 + slot : `h${k}s${slot}`));
           const sink = new ColumnSink(null);
           for (const { slot, kind, seq } of entries) {
             sink.slot = slot;

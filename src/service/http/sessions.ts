@@ -4,7 +4,7 @@
 
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import {
-  decisionActions,
+  decisionActions, decisionCancels, decisionDone,
   ErrorCode,
   LIMITS,
   Msg,
@@ -203,8 +203,10 @@ function decisionsBody(d: DecisionsFields, refused: readonly EntryError[], omitt
   if (d.basedOn !== undefined) body.basedOn = d.basedOn;
   const actions = decisionActions(d);
   if (actions.length > 0) body.actions = actions;
-  if (d.cancels !== undefined && d.cancels.length > 0) body.cancels = d.cancels;
-  if (d.done !== undefined && d.done.length > 0) body.done = d.done;
+  const cancels = decisionCancels(d);
+  if (cancels.length > 0) body.cancels = cancels;
+  const done = decisionDone(d);
+  if (done.length > 0) body.done = done;
   if (d.errors !== undefined && d.errors.length > 0) body.errors = d.errors;
   if (refused.length > 0) body.refused = refused;
   if (omitted > 0) body.omittedErrors = omitted;

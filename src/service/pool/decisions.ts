@@ -6,52 +6,87 @@
 // these columns 0.16 ms to fill + 0.05 ms to clone + 0.13 ms to rebuild the tuples. Tuples are only ever
 // built once, on the main thread, where the session layer needs them.
 //
-// Actions cross as the wire carries them: the sink encodes each `[id, seq, action, args]` tuple on the worker as the
-// protocol would (encodeActionTuple), the router merges the hosts' bytes in spawn order, and the session splices them
-// into its `decisions` frame. The main thread neither reads nor writes an action's args; a reader of the values
-// (the inspector, the HTTP transport, tests) decodes them when it asks (Decisions.actions). Per session tick of 280
-// actions: msgpackr's encodeDecisions of the tuples took 56–62 µs on the main thread, besides reading the args back
-// from the worker (about 30 µs per reply) and rebuilding the tuples; splicing the bytes takes about 12 µs (Node 26,
-// 2-core EPYC).
+// Actions, cancels and done entries cross as the wire carries them: the sink encodes each tuple on the worker as the
+// protocol would (encodeActionTuple; cancels and done of integer ids written in place, writeCancelTuple, writeDoneTuple),
+// the router merges the hosts' bytes in spawn order, and the session splices them into its `decisions` frame. The main
+// thread neither reads nor writes a tuple; a reader of the values (the inspector, the HTTP transport, tests) decodes
+// them when it asks (Decisions.actions, .cancels, .done). Per session tick of 280 actions: msgpackr's encodeDecisions
+// of the tuples took 56–62 µs on the main thread, besides reading the args back from the worker (about 30 µs per
+// reply) and rebuilding the tuples; splicing the bytes takes about 12 µs (Node 26, 2-core EPYC). Merging two hosts'
+// lists (570 actions, 96 cancels, 178 done) takes 51–53 µs, against 90–119 µs when cancels and done were rebuilt as
+// tuples and the merge went through lists of references.
 
 import type { Agent, AgentId, DecisionSink } from '../../bt/index.js';
-import { EncodedTuples, carve, encodeActionTuple, type ActionDecision } from '../../protocol/index.js';
+import {
+  EncodedTuples,
+  SMALL_TUPLE_BYTES,
+  carve,
+  encodeActionTuple,
+  encodeCancelTuple,
+  encodeDoneTuple,
+  writeCancelTuple,
+  writeDoneTuple,
+  type ActionDecision, type CancelDecision, type DoneDecision } from '../../protocol/index.js';
 import type { Decisions } from './types.js';
 import { LOG_LINES_PER_TICK, levelIndex, type LogColumns } from './logs.js';
 
-/** Numbers per entry of each column buffer. */
-const ACTION = 2; // slot, end of the action's tuple in actionBytes
-const CANCEL = 2; // slot, seq
-const DONE = 2; // slot, 1 success / 0 failure
 const MIN_ENTRIES = 64;
-/** Bytes of an action's tuple, to size a new buffer (it grows when a tick needs more). */
+/** Bytes of a tuple, to size a new buffer (it grows when a tick needs more). */
 const TUPLE_BYTES = 40;
 
 /**
- * One host's decisions for one tick, by agent slot: numbers in Float64Arrays and the actions' encoded tuples in a
- * Uint8Array (transferred, then handed back to the host with the next tick for reuse).
+ * One list of a host's decisions for one tick: `n` tuples encoded as the wire carries them, back to back in `bytes`
+ * (`size` of them used); `index[2i]` is the slot of the agent that made tuple i and `index[2i + 1]` where its bytes end.
+ */
+export interface TupleColumn {
+  n: number;
+  index: Float64Array;
+  bytes: Uint8Array;
+  size: number;
+}
+
+/**
+ * One host's decisions for one tick, by agent slot: actions, cancels and done as encoded tuples (their buffers
+ * transferred, then handed back to the host with the next tick for reuse), errors and log lines as they are (rare).
  */
 export interface DecisionColumns {
-  nActions: number;
-  actions: Float64Array;
-  /** The actions' `[id, seq, action, args]` tuples, encoded as the wire carries them, back to back. */
-  actionBytes: Uint8Array;
-  nActionBytes: number;
-  nCancels: number;
-  cancels: Float64Array;
-  nDone: number;
-  done: Float64Array;
+  /** `[id, seq, action, args]` tuples. */
+  actions: TupleColumn;
+  /** `[id, seq]` tuples. */
+  cancels: TupleColumn;
+  /** `[id, 'success' | 'failure']` tuples. */
+  done: TupleColumn;
   errors: Array<[number, string, string]>;
   /** `log` node lines, at most LOG_LINES_PER_TICK (the router caps the session's total again). */
   logs: LogColumns;
 }
 
+/** A list's buffers. */
+export interface ColumnBuffers {
+  index: Float64Array;
+  bytes: Uint8Array;
+}
+
 /** Buffers of a previous reply, for the next tick's sink. */
 export interface SpareColumns {
-  actions: Float64Array;
-  actionBytes: Uint8Array;
-  cancels: Float64Array;
-  done: Float64Array;
+  actions: ColumnBuffers;
+  cancels: ColumnBuffers;
+  done: ColumnBuffers;
+}
+
+/** The buffers of `c`, to hand back to its host. */
+export function spareOf(c: DecisionColumns): SpareColumns {
+  return { actions: buffersOf(c.actions), cancels: buffersOf(c.cancels), done: buffersOf(c.done) };
+}
+
+function buffersOf(t: TupleColumn): ColumnBuffers {
+  return { index: t.index, bytes: t.bytes };
+}
+
+/** Every buffer of `spare`, for a transfer list. */
+export function spareBuffers(spare: SpareColumns): ArrayBuffer[] {
+  const { actions: a, cancels: c, done: d } = spare;
+  return [a.index.buffer, a.bytes.buffer, c.index.buffer, c.bytes.buffer, d.index.buffer, d.bytes.buffer] as ArrayBuffer[];
 }
 
 /**
@@ -98,15 +133,7 @@ export class ColumnSink implements DecisionSink {
       (this.unsendable ??= []).push([this.slot, `action '${action}': its args cannot be sent as MessagePack (${err instanceof Error ? err.message : String(err)})`]);
       return;
     }
-    const o = this.out;
-    const end = o.nActionBytes + tuple.length;
-    if (end > o.actionBytes.length) o.actionBytes = growBytes(o.actionBytes, end);
-    o.actionBytes.set(tuple, o.nActionBytes);
-    o.nActionBytes = end;
-    if ((o.nActions + 1) * ACTION > o.actions.length) o.actions = grow(o.actions);
-    const at = o.nActions++ * ACTION;
-    o.actions[at] = this.slot;
-    o.actions[at + 1] = end;
+    append(this.out.actions, this.slot, tuple);
   }
 
   /** The actions dropped this tick because their args could not be encoded, once (then null until another). */
@@ -116,20 +143,19 @@ export class ColumnSink implements DecisionSink {
     return u;
   }
 
-  cancel(_agent: Agent, seq: number): void {
-    const o = this.out;
-    if ((o.nCancels + 1) * CANCEL > o.cancels.length) o.cancels = grow(o.cancels);
-    const at = o.nCancels++ * CANCEL;
-    o.cancels[at] = this.slot;
-    o.cancels[at + 1] = seq;
+  // Cancels and done entries of integer ids are written in place; others go through the codec.
+  cancel(agent: Agent, seq: number): void {
+    const t = room(this.out.cancels, SMALL_TUPLE_BYTES);
+    const end = writeCancelTuple(t.bytes, t.size, agent.id, seq);
+    if (end < 0) append(t, this.slot, encodeCancelTuple(agent.id, seq));
+    else ended(t, this.slot, end);
   }
 
-  finished(_agent: Agent, status: 'success' | 'failure'): void {
-    const o = this.out;
-    if ((o.nDone + 1) * DONE > o.done.length) o.done = grow(o.done);
-    const at = o.nDone++ * DONE;
-    o.done[at] = this.slot;
-    o.done[at + 1] = status === 'success' ? 1 : 0;
+  finished(agent: Agent, status: 'success' | 'failure'): void {
+    const t = room(this.out.done, SMALL_TUPLE_BYTES);
+    const end = writeDoneTuple(t.bytes, t.size, agent.id, status);
+    if (end < 0) append(t, this.slot, encodeDoneTuple(agent.id, status));
+    else ended(t, this.slot, end);
   }
 
   error(_agent: Agent, code: string, message: string): void {
@@ -150,42 +176,53 @@ export class ColumnSink implements DecisionSink {
   }
 }
 
+/** Appends `tuple` (copied: a view of the codec's shared output) made by the agent in `slot`. */
+function append(t: TupleColumn, slot: number, tuple: Uint8Array): void {
+  room(t, tuple.length).bytes.set(tuple, t.size);
+  ended(t, slot, t.size + tuple.length);
+}
+
+/** `t`, with room for `bytes` more bytes after what it holds. */
+function room(t: TupleColumn, bytes: number): TupleColumn {
+  if (t.size + bytes > t.bytes.length) {
+    const grown = new Uint8Array(Math.max(t.bytes.length * 2, t.size + bytes));
+    grown.set(t.bytes.subarray(0, t.size));
+    t.bytes = grown;
+  }
+  return t;
+}
+
+/** Counts the tuple written up to `end` by the agent in `slot`. */
+function ended(t: TupleColumn, slot: number, end: number): void {
+  t.size = end;
+  if ((t.n + 1) * 2 > t.index.length) {
+    const index = new Float64Array(t.index.length * 2);
+    index.set(t.index);
+    t.index = index;
+  }
+  const at = t.n++ * 2;
+  t.index[at] = slot;
+  t.index[at + 1] = end;
+}
+
 /**
  * Columns start small and grow (a spare keeps the size its session needed): they cross to the main thread every tick,
  * and a transferred buffer counts its whole length as new external memory there, which drives its collections
  * (docs/capacity.md, "Round eight").
  */
 function newColumns(spare: SpareColumns | null): DecisionColumns {
-  return {
-    nActions: 0,
-    actions: spare?.actions ?? new Float64Array(MIN_ENTRIES * ACTION),
-    actionBytes: spare?.actionBytes ?? new Uint8Array(MIN_ENTRIES * TUPLE_BYTES),
-    nActionBytes: 0,
-    nCancels: 0,
-    cancels: spare?.cancels ?? new Float64Array(MIN_ENTRIES * CANCEL),
-    nDone: 0,
-    done: spare?.done ?? new Float64Array(MIN_ENTRIES * DONE),
-    errors: [],
-    logs: { lines: [], dropped: [0, 0, 0, 0] },
-  };
+  return { actions: newColumn(spare?.actions), cancels: newColumn(spare?.cancels), done: newColumn(spare?.done), errors: [], logs: { lines: [], dropped: [0, 0, 0, 0] } };
 }
 
-function grow(a: Float64Array): Float64Array {
-  const b = new Float64Array(a.length * 2);
-  b.set(a);
-  return b;
-}
-
-function growBytes(a: Uint8Array, atLeast: number): Uint8Array {
-  const b = new Uint8Array(Math.max(a.length * 2, atLeast));
-  b.set(a);
-  return b;
+function newColumn(spare: ColumnBuffers | undefined): TupleColumn {
+  return { n: 0, index: spare?.index ?? new Float64Array(MIN_ENTRIES * 2), bytes: spare?.bytes ?? new Uint8Array(MIN_ENTRIES * TUPLE_BYTES), size: 0 };
 }
 
 /**
  * A host's columns as the merge reads them. Nothing is copied or built here: the merge reads the columns in place and
- * builds each protocol tuple once, in its final order (before, a reply's entries were first unpacked into tuples and
- * order lists, then merged through lists of references: at 50,000 agents, 60 % of what the main thread allocated).
+ * copies each list's encoded tuples once, in their final order (before, a reply's entries were first unpacked into
+ * tuples and order lists, then merged through lists of references: at 50,000 agents, 60 % of what the main thread
+ * allocated).
  */
 export function unpackDecisions(columns: DecisionColumns, ids: readonly AgentId[], ordinals: readonly number[]): DecisionLists {
   return { columns, ids, ordinals };
@@ -195,53 +232,44 @@ export function unpackDecisions(columns: DecisionColumns, ids: readonly AgentId[
  * Merges the hosts' lists into one Decisions, every list in spawn order (an agent's own entries keep
  * the order its tree made them): the same trees, spawns and snapshots give the same bytes whatever
  * the number of workers. Each host ticks its agents in slot order, which is spawn order until a
- * despawned slot is reused: sorted parts are merged in one pass by runs, others are sorted (stable).
+ * despawned slot is reused: sorted parts are merged in one pass, others are sorted (stable).
  */
 export function mergeDecisions(tick: number, basedOn: number, parts: readonly DecisionLists[], lost: Decisions['errors']): Decisions {
-  const cancels: Array<[AgentId, number]> = [];
-  let n = spawnOrder(parts, CANCELS);
-  for (let m = 0; m < n; m++) {
-    const { columns: c, ids } = parts[order[m]! >>> 24]!;
-    const at = (order[m]! & 0xffffff) * CANCEL;
-    cancels.push([ids[c.cancels[at]!]!, c.cancels[at + 1]!]);
-  }
-  const done: Array<[AgentId, 'success' | 'failure']> = [];
-  n = spawnOrder(parts, DONES);
-  for (let m = 0; m < n; m++) {
-    const { columns: c, ids } = parts[order[m]! >>> 24]!;
-    const at = (order[m]! & 0xffffff) * DONE;
-    done.push([ids[c.done[at]!]!, c.done[at + 1] === 1 ? 'success' : 'failure']);
-  }
   const errors = lost.slice();
-  n = spawnOrder(parts, ERRORS);
+  const n = spawnOrder(parts, ERRORS);
   for (let m = 0; m < n; m++) {
     const { columns: c, ids } = parts[order[m]! >>> 24]!;
     const [slot, code, message] = c.errors[order[m]! & 0xffffff]!;
     errors.push([ids[slot]!, code, message]);
   }
-  return decisions(tick, basedOn, mergeActions(parts), cancels, done, errors);
+  return decisions(tick, basedOn, mergeTuples(parts, ACTIONS), mergeTuples(parts, CANCELS), mergeTuples(parts, DONES), errors);
 }
 
 /**
- * A Decisions whose `actions` are decoded from `encoded` when first read (an enumerable property, so that
- * comparing two Decisions compares the actions), with `encodedActions` beside them (not enumerable).
+ * A Decisions whose `actions`, `cancels` and `done` are decoded from their encoded tuples when first read (enumerable
+ * properties, so that comparing two Decisions compares them), with `encodedActions`, `encodedCancels` and
+ * `encodedDone` beside them (not enumerable).
  */
 function decisions(
   tick: number,
   basedOn: number,
-  encoded: EncodedTuples<ActionDecision>,
-  cancels: Decisions['cancels'],
-  done: Decisions['done'],
+  actions: EncodedTuples<ActionDecision>,
+  cancels: EncodedTuples<CancelDecision>,
+  done: EncodedTuples<DoneDecision>,
   errors: Decisions['errors'],
 ): Decisions {
-  let actions: Decisions['actions'] | null = null;
-  const d = { tick, basedOn, cancels, done, errors } as Decisions;
-  Object.defineProperty(d, 'actions', {
-    enumerable: true,
-    get: () => (actions ??= encoded.decode() as Decisions['actions']),
-  });
-  Object.defineProperty(d, 'encodedActions', { value: encoded, enumerable: false });
+  const d = { tick, basedOn } as Decisions;
+  lazy(d, 'actions', 'encodedActions', actions);
+  lazy(d, 'cancels', 'encodedCancels', cancels);
+  lazy(d, 'done', 'encodedDone', done);
+  d.errors = errors;
   return d;
+}
+
+function lazy(d: Decisions, name: 'actions' | 'cancels' | 'done', encodedName: string, encoded: EncodedTuples<unknown>): void {
+  let values: unknown[] | null = null;
+  Object.defineProperty(d, name, { enumerable: true, get: () => (values ??= encoded.decode()) });
+  Object.defineProperty(d, encodedName, { value: encoded, enumerable: false });
 }
 
 /**
@@ -250,29 +278,32 @@ function decisions(
  */
 export function keepParts(parts: DecisionLists[]): DecisionLists[] {
   return parts.map(({ columns: c, ids, ordinals }) => ({
-    columns: {
-      nActions: c.nActions,
-      actions: c.actions.slice(0, c.nActions * ACTION),
-      actionBytes: c.actionBytes.slice(0, c.nActionBytes),
-      nActionBytes: c.nActionBytes,
-      nCancels: c.nCancels,
-      cancels: c.cancels.slice(0, c.nCancels * CANCEL),
-      nDone: c.nDone,
-      done: c.done.slice(0, c.nDone * DONE),
-      errors: c.errors,
-      logs: c.logs,
-    },
+    columns: { actions: copyColumn(c.actions), cancels: copyColumn(c.cancels), done: copyColumn(c.done), errors: c.errors, logs: c.logs },
     ids: ids.slice(),
     ordinals: ordinals.slice(),
   }));
 }
 
-/** The hosts' action tuples in spawn order, as one list of bytes (a copy). */
-function mergeActions(parts: readonly DecisionLists[]): EncodedTuples<ActionDecision> {
-  const n = spawnOrder(parts, ACTIONS);
+function copyColumn(t: TupleColumn): TupleColumn {
+  return { n: t.n, index: t.index.slice(0, t.n * 2), bytes: t.bytes.slice(0, t.size), size: t.size };
+}
+
+/** The lists the merge orders. */
+const ACTIONS = 0;
+const CANCELS = 1;
+const DONES = 2;
+const ERRORS = 3;
+
+function column(c: DecisionColumns, list: number): TupleColumn {
+  return list === ACTIONS ? c.actions : list === CANCELS ? c.cancels : c.done;
+}
+
+/** One list's tuples of every part in spawn order, as one list of bytes (a copy). */
+function mergeTuples<T>(parts: readonly DecisionLists[], list: number): EncodedTuples<T> {
+  const n = spawnOrder(parts, list);
   if (n === 0) return EncodedTuples.EMPTY;
   let size = 0;
-  for (const p of parts) size += p.columns.nActionBytes;
+  for (const p of parts) size += column(p.columns, list).size;
   const out = carve(size);
   let to = 0;
   for (let m = 0; m < n; m++) {
@@ -284,11 +315,12 @@ function mergeActions(parts: readonly DecisionLists[]): EncodedTuples<ActionDeci
       m++;
       last++;
     }
-    const c = parts[k]!.columns;
-    const bytes = c.actionBytes;
-    const start = first === 0 ? 0 : c.actions[(first - 1) * ACTION + 1]!;
-    const end = c.actions[last * ACTION + 1]!;
-    // A tuple is some 30 bytes: a loop copies that faster than a view and set() would.
+    const t = column(parts[k]!.columns, list);
+    const bytes = t.bytes;
+    // As small integers: a loop over a double index is several times slower.
+    const start = first === 0 ? 0 : t.index[(first - 1) * 2 + 1]! | 0;
+    const end = t.index[last * 2 + 1]! | 0;
+    // A tuple is some 5 to 40 bytes: a loop copies that faster than a view and set() would.
     if (end - start < 128) for (let b = start; b < end; b++) out[to++] = bytes[b]!;
     else {
       out.set(bytes.subarray(start, end), to);
@@ -298,22 +330,16 @@ function mergeActions(parts: readonly DecisionLists[]): EncodedTuples<ActionDeci
   return new EncodedTuples(n, out);
 }
 
-/** The lists the merge orders: which column holds them, two numbers an entry, the entry's slot first. */
-const ACTIONS = 0;
-const CANCELS = 1;
-const DONES = 2;
-const ERRORS = 3;
-
 /** The merge's output, reused: entry m in spawn order is `order[m]`, its part × 2^24 + its index in the part's list. */
 let order = new Int32Array(1024);
-/** Per part: the list's slots (two numbers an entry), how many entries, where the merge is. Reused. */
-const listSlots: Array<Float64Array | null> = [];
+/** Per part: the list's index (slot, end per entry; null for errors), how many entries, where the merge is. Reused. */
+const listIndex: Array<Float64Array | null> = [];
 const listCounts: number[] = [];
 const cursor: number[] = [];
 
-/** The slot of entry i of a list: errors are [slot, code, message] tuples, the others columns of two numbers. */
-function slotOf(c: DecisionColumns, slots: Float64Array | null, i: number): number {
-  return slots === null ? c.errors[i]![0] : slots[i * 2]!;
+/** The slot of entry i of a list: errors are [slot, code, message] tuples, the others have an index. */
+function slotOf(c: DecisionColumns, index: Float64Array | null, i: number): number {
+  return index === null ? c.errors[i]![0] : index[i * 2]!;
 }
 
 /**
@@ -327,13 +353,13 @@ function spawnOrder(parts: readonly DecisionLists[], list: number): number {
   let sorted = true;
   for (let k = 0; k < K; k++) {
     const { columns: c, ordinals } = parts[k]!;
-    const slots = list === ACTIONS ? c.actions : list === CANCELS ? c.cancels : list === DONES ? c.done : null;
-    const n = list === ACTIONS ? c.nActions : list === CANCELS ? c.nCancels : list === DONES ? c.nDone : c.errors.length;
-    listSlots[k] = slots;
+    const index = list === ERRORS ? null : column(c, list).index;
+    const n = list === ERRORS ? c.errors.length : column(c, list).n;
+    listIndex[k] = index;
     listCounts[k] = n;
     cursor[k] = 0;
     total += n;
-    for (let i = 1; i < n && sorted; i++) if (ordinals[slotOf(c, slots, i)]! < ordinals[slotOf(c, slots, i - 1)]!) sorted = false;
+    for (let i = 1; i < n && sorted; i++) if (ordinals[slotOf(c, index, i)]! < ordinals[slotOf(c, index, i - 1)]!) sorted = false;
   }
   if (total > order.length) order = new Int32Array(Math.max(total, order.length * 2));
   if (!sorted) {
@@ -342,12 +368,12 @@ function spawnOrder(parts: readonly DecisionLists[], list: number): number {
     for (let k = 0; k < K; k++) {
       const { columns: c, ordinals } = parts[k]!;
       for (let i = 0; i < listCounts[k]!; i++) {
-        keys.push(ordinals[slotOf(c, listSlots[k]!, i)]!);
+        keys.push(ordinals[slotOf(c, listIndex[k]!, i)]!);
         refs.push(k * 0x1000000 + i);
       }
     }
-    const index = Array.from(refs, (_, x) => x).sort((x, y) => keys[x]! - keys[y]! || x - y);
-    for (let m = 0; m < total; m++) order[m] = refs[index[m]!]!;
+    const sortedRefs = Array.from(refs, (_, x) => x).toSorted((x, y) => keys[x]! - keys[y]! || x - y);
+    for (let m = 0; m < total; m++) order[m] = refs[sortedRefs[m]!]!;
     return total;
   }
   for (let m = 0; m < total; m++) {
@@ -357,7 +383,7 @@ function spawnOrder(parts: readonly DecisionLists[], list: number): number {
     for (let k = 0; k < K; k++) {
       const i = cursor[k]!;
       if (i >= listCounts[k]!) continue;
-      const key = parts[k]!.ordinals[slotOf(parts[k]!.columns, listSlots[k]!, i)]!;
+      const key = parts[k]!.ordinals[slotOf(parts[k]!.columns, listIndex[k]!, i)]!;
       if (best === -1 || key < bestKey) {
         best = k;
         bestKey = key;

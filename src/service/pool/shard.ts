@@ -2,7 +2,7 @@
 // for that host until the session's next tick (rows packed into typed arrays, results, bb writes, observations).
 
 import type { AgentId, CompiledTree } from '../../bt/index.js';
-import type { DecisionColumns, SpareColumns } from './decisions.js';
+import { spareOf, type DecisionColumns, type SpareColumns } from './decisions.js';
 import { FrameCursor, type ColumnRows } from '../../protocol/index.js';
 import { MAX_VECTOR, Tag, type FrameBatch, type ResultBatch, type RowBatch, type TickOrder } from './wire.js';
 
@@ -255,7 +255,7 @@ export class SessionShard {
 
   /** Keeps buffers handed back by the host for the next ticks (decision columns: once unpacked). */
   recycle(rows: RowBatch | null, results: ResultBatch | null, columns: DecisionColumns | null = null, frameRows: FrameBatch | null = null): void {
-    if (columns !== null) this.spareColumns = { actions: columns.actions, actionBytes: columns.actionBytes, cancels: columns.cancels, done: columns.done };
+    if (columns !== null) this.spareColumns = spareOf(columns);
     if (frameRows !== null) this.recycleFrameRows(frameRows);
     if (rows !== null && rows.width === this.width && this.spareRows.length < MAX_SPARES) {
       emptyRows(rows);

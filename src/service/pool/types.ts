@@ -2,7 +2,7 @@
 // (one Decisions per session tick). Both pools, inline and worker threads, implement AgentPool.
 
 import type { AgentFrame, AgentId, AgentInspection, WatchedFrame, WhyReport } from '../../bt/index.js';
-import type { ActionDecision, EncodedTuples, PackedRows, StagedRows } from '../../protocol/index.js';
+import type { ActionDecision, CancelDecision, DoneDecision, EncodedTuples, PackedRows, StagedRows } from '../../protocol/index.js';
 import type { TreeLibrary } from '../../bt/library.js';
 
 /** One agent to create (the protocol's `spawn` entry). `bb` holds declared keys only. */
@@ -49,8 +49,12 @@ export interface Decisions {
   actions: Array<[AgentId, number, string, unknown]>;
   /** The actions encoded as the `decisions` frame carries them, for writers to splice (not enumerable). */
   readonly encodedActions: EncodedTuples<ActionDecision>;
+  /** Decoded from `encodedCancels` when first read. */
   cancels: Array<[AgentId, number]>;
+  readonly encodedCancels: EncodedTuples<CancelDecision>;
+  /** Decoded from `encodedDone` when first read. */
   done: Array<[AgentId, 'success' | 'failure']>;
+  readonly encodedDone: EncodedTuples<DoneDecision>;
   errors: Array<[AgentId, string, string]>;
 }
 

@@ -4,7 +4,7 @@
 import type { AgentFrame, AgentId, WhyReport } from '../../bt/index.js';
 import type { SpawnBatch } from './spawns.js';
 import type { AgentView } from './types.js';
-import type { DecisionColumns, SpareColumns } from './decisions.js';
+import { spareBuffers, type DecisionColumns, type SpareColumns } from './decisions.js';
 
 /** Type tags of row values, shared with the protocol's packed rows (the fast path copies them as they are). */
 export { MAX_VECTOR, Tag } from '../../protocol/index.js';
@@ -222,6 +222,6 @@ export function transferList(rows: RowBatch | null, results: ResultBatch | null,
     list.push(rows.slots.buffer as ArrayBuffer, rows.values.buffer as ArrayBuffer, rows.tags.buffer as ArrayBuffer, rows.vectors.buffer as ArrayBuffer);
   }
   if (results !== null) list.push(results.data.buffer as ArrayBuffer);
-  if (columns !== null) list.push(columns.actions.buffer as ArrayBuffer, columns.actionBytes.buffer as ArrayBuffer, columns.cancels.buffer as ArrayBuffer, columns.done.buffer as ArrayBuffer);
+  if (columns !== null) list.push(...spareBuffers(columns));
   return list;
 }

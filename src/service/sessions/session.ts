@@ -503,15 +503,15 @@ export class Session {
     metrics.ticks.inc({ mode: this.mode });
     const actions = d.encodedActions.count;
     if (actions > 0) metrics.actions.inc(actions);
-    if (d.cancels.length > 0) metrics.cancels.inc(d.cancels.length);
+    if (d.encodedCancels.count > 0) metrics.cancels.inc(d.encodedCancels.count);
     for (const e of d.errors) metrics.errors.inc({ code: e[1] });
     const decisions: DecisionsFields = {
       tick,
       basedOn,
-      // Spliced into the frame as they are: the actions are not decoded on the session's path.
+      // Spliced into the frame as they are: the lists are not decoded on the session's path.
       encodedActions: d.encodedActions,
-      cancels: d.cancels,
-      done: d.done,
+      encodedCancels: d.encodedCancels,
+      encodedDone: d.encodedDone,
       errors: d.errors as DecisionsFields['errors'],
     };
     if (this.mode === 'lockstep') {

@@ -5,10 +5,12 @@ import type { AgentId } from '../../bt/index.js';
 
 /** What one tick decided, as the pool returns it (docs/protocol.md, `decisions`). */
 export interface TickDecisions {
-  /** Decoded when read (a pool's Decisions): counting reads `encodedActions` instead. */
+  /** Decoded when read (a pool's Decisions): counting reads `encodedActions` (`encodedCancels`, `encodedDone`) instead. */
   readonly actions: ReadonlyArray<readonly [AgentId, number, string, unknown]>;
   readonly encodedActions?: { readonly count: number };
   readonly cancels: ReadonlyArray<readonly [AgentId, number]>;
+  readonly encodedCancels?: { readonly count: number };
+  readonly encodedDone?: { readonly count: number };
   readonly done: ReadonlyArray<readonly [AgentId, 'success' | 'failure']>;
   readonly errors: ReadonlyArray<readonly [AgentId, string, string]>;
 }
@@ -32,8 +34,8 @@ export class TickStats {
   ticked(d: TickDecisions, ms: number): void {
     this.ticks++;
     this.actions += d.encodedActions?.count ?? d.actions.length;
-    this.cancels += d.cancels.length;
-    this.done += d.done.length;
+    this.cancels += d.encodedCancels?.count ?? d.cancels.length;
+    this.done += d.encodedDone?.count ?? d.done.length;
     this.errors += d.errors.length;
     this.lastTickMs = ms;
     this.listener?.(d);
