@@ -201,6 +201,39 @@ const DISCARD: DecisionSink = {
  */
 const keepShape: unknown[] = [null];
 
+/**
+ * Ticks every agent of a session once (without level of detail): the hot loop, a function of its own. Inside the
+ * tick method the optimizing compiler could spend its inlining budget on the tick's set-up and leave Agent.tick a
+ * call, and every such call boxed `time` and `dt` (read from the order as unboxed doubles): two heap numbers per
+ * agent-tick, as much as a worker allocated for all its observations (docs/capacity.md, "Round nine"). Here they are
+ * parameters, passed on as they came.
+ */
+function tickAgents(
+  agents: ReadonlyArray<Agent | null>,
+  time: number,
+  dt: number,
+  world: unknown,
+  out: ColumnSink,
+  stops: ReadonlyMap<number, string> | null,
+  progress: Pick<ProgressBoard, 'agent'> | null,
+): void {
+  for (let i = 0; i < agents.length; i++) {
+    const a = agents[i];
+    if (a === null || a === undefined) continue;
+    // Most ticks the world is the one the agent has: setting it again would only re-check its prototype.
+    if (a.world !== world) a.world = world;
+    out.slot = i;
+    if (stops !== null && stops.has(i)) {
+      a.stop(out, 'E_PLUGIN', stops.get(i)!);
+      continue;
+    }
+    // The slot tells recovery which agent's plugin killed the worker; the step shows a long tick (50k
+    // agents under memory pressure) moving, where a plugin's endless loop does not.
+    progress?.agent(i);
+    a.tick(time, dt, out);
+  }
+}
+
 /** Hosts agents of any number of sessions; `handle` takes one router message and returns the reply, if any. */
 export class AgentHost {
   private trees: TreeLookup;
@@ -453,22 +486,7 @@ export class AgentHost {
       progress?.ticking(order.req);
       // Level of detail has its own loop: without it, this one is as it always was.
       if (lod !== null) this.tickLod(s, lod, order, out);
-      const n = lod === null ? agents.length : 0;
-      for (let i = 0; i < n; i++) {
-        const a = agents[i];
-        if (a === null || a === undefined) continue;
-        // Most ticks the world is the one the agent has: setting it again would only re-check its prototype.
-        if (a.world !== world) a.world = world;
-        out.slot = i;
-        if (stops !== null && stops.has(i)) {
-          a.stop(out, 'E_PLUGIN', stops.get(i)!);
-          continue;
-        }
-        // The slot tells recovery which agent's plugin killed the worker; the step shows a long tick (50k
-        // agents under memory pressure) moving, where a plugin's endless loop does not.
-        progress?.agent(i);
-        a.tick(time, dt, out);
-      }
+      if (lod === null) tickAgents(agents, time, dt, world, out, stops, progress);
       const unsendable = out.takeUnsendable();
       if (unsendable !== null) this.stopUnsendable(agents, unsendable, out);
       progress?.ticked();
