@@ -296,9 +296,7 @@ export const SMALL_TUPLE_BYTES = 14;
  * (string and wide ids, wide seqs: encodeCancelTuple then). A worker's sink writes most cancels so, without the codec.
  */
 export function writeCancelTuple(target: Uint8Array, at: number, id: AgentId, seq: number): number {
-  if (typeof id !== 'number') return -1;
-  target[at] = 0x92;
-  const afterId = writeInt(target, at + 1, id);
+  const afterId = writePairHead(target, at, id);
   return afterId < 0 ? -1 : writeInt(target, afterId, seq);
 }
 
@@ -307,13 +305,18 @@ const FAILURE = Buffer.from(encode('failure'));
 
 /** Writes the `[id, status]` entry of `decisions.done` at `at`, as writeCancelTuple writes a cancel. */
 export function writeDoneTuple(target: Uint8Array, at: number, id: AgentId, status: 'success' | 'failure'): number {
-  if (typeof id !== 'number') return -1;
-  target[at] = 0x92;
-  const afterId = writeInt(target, at + 1, id);
+  const afterId = writePairHead(target, at, id);
   if (afterId < 0) return -1;
   const s = status === 'success' ? SUCCESS : FAILURE;
   for (let i = 0; i < s.length; i++) target[afterId + i] = s[i]!;
   return afterId + s.length;
+}
+
+/** A two-element array's header and its first element, the id; -1 for an id writeInt does not write. */
+function writePairHead(target: Uint8Array, at: number, id: AgentId): number {
+  if (typeof id !== 'number') return -1;
+  target[at] = 0x92;
+  return writeInt(target, at + 1, id);
 }
 
 const cancelTuple: [unknown, unknown] = [0, 0];
@@ -363,41 +366,54 @@ export interface DecisionsFields {
 export function encodeDecisions(d: DecisionsFields): Buffer {
   const msg: Record<string, unknown> = { t: 'decisions', tick: wireInt(d.tick) };
   if (d.basedOn !== undefined) msg.basedOn = wireInt(d.basedOn);
-  if (d.encodedActions === undefined && d.encodedCancels === undefined && d.encodedDone === undefined) {
-    if (d.actions !== undefined && d.actions.length > 0) msg.actions = wireTuples(d.actions, true);
-    if (d.cancels !== undefined && d.cancels.length > 0) msg.cancels = wireTuples(d.cancels, true);
-    if (d.done !== undefined && d.done.length > 0) msg.done = wireTuples(d.done, false);
-    if (d.errors !== undefined && d.errors.length > 0) msg.errors = wireTuples(d.errors, false);
+  const lists = frameLists(d);
+  if (lists.every((l) => l.encoded === undefined)) {
+    for (const l of lists) if (l.values !== undefined && l.values.length > 0) msg[l.name] = wireTuples(l.values, l.withSeq);
     return encode(msg);
   }
   // The same bytes, the lists spliced in after the head in the same order: each key, then its list.
   const pieces: Uint8Array[] = [];
-  const lists =
-    listPiece(pieces, LIST_KEYS[0], d.encodedActions, d.actions, true) +
-    listPiece(pieces, LIST_KEYS[1], d.encodedCancels, d.cancels, true) +
-    listPiece(pieces, LIST_KEYS[2], d.encodedDone, d.done, false) +
-    listPiece(pieces, LIST_KEYS[3], undefined, d.errors, false);
-  return joinMap(msg, lists, pieces);
+  let entries = 0;
+  for (const l of lists) {
+    if (l.encoded !== undefined) {
+      if (l.encoded.count === 0) continue;
+      pieces.push(l.key, arrayHeader(l.encoded.count), l.encoded.bytes);
+    } else {
+      if (l.values === undefined || l.values.length === 0) continue;
+      // A view of the codec's output that later encodes (joinMap's head) leave alone.
+      pieces.push(l.key, encode(wireTuples(l.values, l.withSeq)));
+    }
+    entries++;
+  }
+  return joinMap(msg, entries, pieces);
 }
 
-/** The encoded keys of the decisions frame's lists, in the order the frame has them. */
+/** One list of a `decisions` frame as a writer sees it: given encoded (spliced as it is) or as values. */
+export interface FrameList {
+  readonly name: 'actions' | 'cancels' | 'done' | 'errors';
+  /** The key, encoded. */
+  readonly key: Buffer;
+  readonly encoded: EncodedTuples<unknown> | undefined;
+  readonly values: readonly (readonly unknown[])[] | undefined;
+  /** The tuples' second element is a seq (written as int64 when wide, as the id is). */
+  readonly withSeq: boolean;
+}
+
+/** The lists' keys, encoded, in the frame's order. */
 export const LIST_KEYS: readonly [Buffer, Buffer, Buffer, Buffer] = [keyBytes('actions'), keyBytes('cancels'), keyBytes('done'), keyBytes('errors')];
 
 function keyBytes(name: string): Buffer {
   return Buffer.from(encode(name));
 }
 
-/** Adds one list's key and items to `pieces` (encoded items as they are, values encoded); 1 if it did, 0 if empty. */
-function listPiece(pieces: Uint8Array[], key: Uint8Array, encoded: EncodedTuples<unknown> | undefined, values: readonly (readonly unknown[])[] | undefined, withSeq: boolean): number {
-  if (encoded !== undefined) {
-    if (encoded.count === 0) return 0;
-    pieces.push(key, arrayHeader(encoded.count), encoded.bytes);
-    return 1;
-  }
-  if (values === undefined || values.length === 0) return 0;
-  // A view of the codec's output that later encodes (joinMap's head) leave alone.
-  pieces.push(key, encode(wireTuples(values, withSeq)));
-  return 1;
+/** The lists of `d` in the order the frame has them (encodeDecisions, HeldDecisions). */
+export function frameLists(d: DecisionsFields): readonly [FrameList, FrameList, FrameList, FrameList] {
+  return [
+    { name: 'actions', key: LIST_KEYS[0], encoded: d.encodedActions, values: d.actions, withSeq: true },
+    { name: 'cancels', key: LIST_KEYS[1], encoded: d.encodedCancels, values: d.cancels, withSeq: true },
+    { name: 'done', key: LIST_KEYS[2], encoded: d.encodedDone, values: d.done, withSeq: false },
+    { name: 'errors', key: LIST_KEYS[3], encoded: undefined, values: d.errors, withSeq: false },
+  ];
 }
 
 const SLAB_BYTES = 256 * 1024;

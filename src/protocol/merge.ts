@@ -2,7 +2,7 @@
 // held and appended to growing byte lists, so what a held decision costs is known exactly.
 
 import { encode } from './codec.js';
-import { LIST_KEYS, arrayHeader, joinMap, wireInt, wireTuples, type DecisionsFields } from './encode.js';
+import { LIST_KEYS, arrayHeader, frameLists, joinMap, wireInt, wireTuples, type DecisionsFields } from './encode.js';
 
 /** Fixed cost counted for a merger, and for each held chunk, besides their bytes (the objects themselves). */
 const OVERHEAD_BYTES = 512;
@@ -61,33 +61,30 @@ export class HeldDecisions {
    * they would take more than `room` bytes: then nothing is appended and false is returned.
    */
   add(d: DecisionsFields, room: number = Infinity): boolean {
+    const lists = frameLists(d);
     // Lists already encoded are not read as values.
-    const pre = [d.encodedActions, d.encodedCancels, d.encodedDone, undefined] as const;
-    const values: ReadonlyArray<readonly (readonly unknown[])[] | undefined> = [d.actions, d.cancels, d.done, d.errors];
     const encoded: Array<Buffer | undefined> = [];
     let size = 0;
-    for (let i = 0; i < 4; i++) {
-      const p = pre[i];
+    for (const l of lists) {
       encoded.push(undefined);
-      if (p !== undefined) {
+      if (l.encoded !== undefined) {
         // Counted as the encoded list would be, header included, so that either form holds the same budget.
-        if (p.count > 0) size += arrayHeader(p.count).length + p.bytes.length + CHUNK_OVERHEAD_BYTES;
+        if (l.encoded.count > 0) size += arrayHeader(l.encoded.count).length + l.encoded.bytes.length + CHUNK_OVERHEAD_BYTES;
         continue;
       }
-      const list = values[i];
-      if (list === undefined || list.length === 0) continue;
+      if (l.values === undefined || l.values.length === 0) continue;
       // A view of the codec's output that later encodes leave alone; appendArray copies it.
-      const bytes = encode(wireTuples(list, i < 2));
-      encoded[i] = bytes;
+      const bytes = encode(wireTuples(l.values, l.withSeq));
+      encoded[encoded.length - 1] = bytes;
       size += bytes.length + CHUNK_OVERHEAD_BYTES;
     }
     if (size > room) return false;
     this.tick = d.tick;
     if (d.basedOn !== undefined) this.basedOn = d.basedOn;
     for (let i = 0; i < 4; i++) {
-      const p = pre[i];
+      const pre = lists[i]!.encoded;
       const bytes = encoded[i];
-      if (p !== undefined && p.count > 0) this.lists[i]!.appendItems(p.count, p.bytes);
+      if (pre !== undefined && pre.count > 0) this.lists[i]!.appendItems(pre.count, pre.bytes);
       else if (bytes !== undefined) this.lists[i]!.appendArray(bytes);
     }
     this.bytes += size;

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Agent } from '../../src/bt/index.js';
 import { decode, encodeDecisions } from '../../src/protocol/index.js';
-import { ColumnSink, keepParts, mergeDecisions, spareOf, unpackDecisions, type DecisionLists } from '../../src/service/pool/decisions.js';
+import { ColumnSink, keepParts, mergeDecisions, spareOf, type DecisionLists } from '../../src/service/pool/decisions.js';
 
 /** What the sink reads of an agent: its id. */
 const agent = (id: number | string): Agent => ({ id }) as unknown as Agent;
@@ -17,7 +17,7 @@ function hostTick(acts: ReadonlyArray<[number, number | string, number, string, 
     sink.slot = slot;
     sink.action(agent(id), seq, name, args);
   }
-  return { sink, part: unpackDecisions(sink.columns(), ids, ordinals) };
+  return { sink, part: { columns: sink.columns(), ids, ordinals } };
 }
 
 describe('decision columns', () => {
@@ -58,14 +58,14 @@ describe('decision columns', () => {
       sink.slot = i;
       sink.action(agent(i), 1, 'moveTo', { to: [i, i + 0.5], speed: 'run' });
     }
-    const first = mergeDecisions(1, 1, [unpackDecisions(sink.columns(), Array.from({ length: 500 }, (_, i) => i), Array.from({ length: 500 }, (_, i) => i))], []);
+    const first = mergeDecisions(1, 1, [{ columns: sink.columns(), ids: Array.from({ length: 500 }, (_, i) => i), ordinals: Array.from({ length: 500 }, (_, i) => i) }], []);
     expect(first.actions).toHaveLength(500);
     expect(first.actions[499]).toEqual([499, 1, 'moveTo', { to: [499, 499.5], speed: 'run' }]);
     const c = sink.columns();
     sink.reset(spareOf(c));
     sink.slot = 0;
     sink.action(agent(0), 2, 'shoot', {});
-    expect(mergeDecisions(2, 2, [unpackDecisions(sink.columns(), [0], [0])], []).actions).toEqual([[0, 2, 'shoot', {}]]);
+    expect(mergeDecisions(2, 2, [{ columns: sink.columns(), ids: [0], ordinals: [0] }], []).actions).toEqual([[0, 2, 'shoot', {}]]);
     // The first tick's merged actions are a copy of their own.
     expect(first.actions[0]).toEqual([0, 1, 'moveTo', { to: [0, 0.5], speed: 'run' }]);
   });
@@ -98,7 +98,7 @@ describe('decision columns', () => {
               want.errors.push([key, [ids[slot], 'E_PLUGIN', `m${seq}`]]);
             }
           }
-          return unpackDecisions(sink.columns(), ids, ordinals);
+          return { columns: sink.columns(), ids, ordinals };
         });
         if (keep) {
           parts = keepParts(parts);

@@ -4,7 +4,9 @@
 
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import {
-  decisionActions, decisionCancels, decisionDone,
+  decisionActions,
+  decisionCancels,
+  decisionDone,
   ErrorCode,
   LIMITS,
   Msg,

@@ -41,10 +41,8 @@ const TUPLE_BYTES = 40;
  * One list of a host's decisions for one tick: `n` tuples encoded as the wire carries them, back to back in `bytes`
  * (`size` of them used); `index[2i]` is the slot of the agent that made tuple i and `index[2i + 1]` where its bytes end.
  */
-export interface TupleColumn {
+export interface TupleColumn extends ColumnBuffers {
   n: number;
-  index: Float64Array;
-  bytes: Uint8Array;
   size: number;
 }
 
@@ -77,13 +75,9 @@ export interface SpareColumns {
   done: ColumnBuffers;
 }
 
-/** The buffers of `c`, to hand back to its host. */
+/** The lists of `c`, to hand their buffers back to its host (without its errors and log lines). */
 export function spareOf(c: DecisionColumns): SpareColumns {
-  return { actions: buffersOf(c.actions), cancels: buffersOf(c.cancels), done: buffersOf(c.done) };
-}
-
-function buffersOf(t: TupleColumn): ColumnBuffers {
-  return { index: t.index, bytes: t.bytes };
+  return { actions: c.actions, cancels: c.cancels, done: c.done };
 }
 
 /** Every buffer of `spare`, for a transfer list. */
@@ -93,8 +87,9 @@ export function spareBuffers(spare: SpareColumns): ArrayBuffer[] {
 }
 
 /**
- * The decisions of one host for one tick as the router merges them: the host's columns (a view until keepParts copies
- * them), with the agent in each slot (`ids`) and its spawn order (`ordinals`) when the tick was sent.
+ * The decisions of one host for one tick as the router merges them: the host's columns as they came (read in place:
+ * the merge copies each list's tuples once, in their final order; keepParts copies them for a later tick), with the
+ * agent in each slot (`ids`) and its spawn order (`ordinals`) when the tick was sent.
  */
 export interface DecisionLists {
   readonly columns: DecisionColumns;
@@ -219,16 +214,6 @@ function newColumns(spare: SpareColumns | null): DecisionColumns {
 
 function newColumn(spare: ColumnBuffers | undefined): TupleColumn {
   return { n: 0, index: spare?.index ?? new Float64Array(MIN_ENTRIES * 2), bytes: spare?.bytes ?? new Uint8Array(MIN_ENTRIES * TUPLE_BYTES), size: 0 };
-}
-
-/**
- * A host's columns as the merge reads them. Nothing is copied or built here: the merge reads the columns in place and
- * copies each list's encoded tuples once, in their final order (before, a reply's entries were first unpacked into
- * tuples and order lists, then merged through lists of references: at 50,000 agents, 60 % of what the main thread
- * allocated).
- */
-export function unpackDecisions(columns: DecisionColumns, ids: readonly AgentId[], ordinals: readonly number[]): DecisionLists {
-  return { columns, ids, ordinals };
 }
 
 /**

@@ -4,7 +4,7 @@
 
 import type { Agent, AgentFrame, AgentId, CompiledTree, WatchedFrame, WhyReport } from '../../bt/index.js';
 import { packAgents, unpackAgents } from './checkpoint.js';
-import { keepParts, mergeDecisions, unpackDecisions, type DecisionLists } from './decisions.js';
+import { keepParts, mergeDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
 import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
 import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, WorkerStats } from './types.js';
@@ -683,7 +683,7 @@ export abstract class PoolRouter implements AgentPool {
         const reply = r.value as TickReply;
         const shard = s.shards[h]!;
         this.lastTickMs[h] = reply.ms;
-        parts.push(unpackDecisions(reply.decisions, shard.ids, shard.ordinals));
+        parts.push({ columns: reply.decisions, ids: shard.ids, ordinals: shard.ordinals });
         if (reply.frames !== null && reply.frames !== undefined) {
           frames ??= [];
           for (const [slot, frame] of reply.frames) frames.push({ agent: shard.ids[slot]!, frame });
