@@ -1,7 +1,6 @@
 // A pool worker thread: loads plugins and trees, then hosts agents for the main thread's router (AgentHost).
 // workerData: { trees, plugins }. Says `ready` once; afterwards answers tick and inspect requests.
 
-import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { AgentHost } from './host.js';
 import { loadTrees } from './load.js';
@@ -15,13 +14,12 @@ interface CrashOrder {
   t: 'crash';
 }
 
-// Workers yield the core to the main thread (I/O, routing) when both want it: on Linux priority 0 is this
-// thread only. Measured at 40k agents: lockstep p99 48 → 40 ms, fixed tick lateness p99 15.8 → 8.6 ms.
-try {
-  setPriority(0, 10);
-} catch {
-  // Not permitted (some containers): the default priority works, with a longer tail.
-}
+// Workers run at the main thread's priority. They ran at nice 10 until round ten (docs/capacity.md): that helped when
+// the main thread did most of a tick's work, but now each tick also needs the workers' staging and encoding, and a
+// nice-10 worker gets about a tenth of a core that a busy nice-0 thread (the main thread, a co-located game server,
+// V8's helper threads) also wants. In a spawn burst its 4 ms tick took 30-50 ms of wall time: measured, the others'
+// p99 rose +13 and +31 ms during a 10,000-agent spawn at nice 10, +3 and +7.5 ms at nice 0; fixed mode at 100,000
+// agents missed 50-65 ticks of 1,600 at nice 10, 4 at nice 0.
 
 const port = parentPort;
 if (port === null) throw new Error('pool worker: must run as a worker thread');

@@ -7,7 +7,7 @@ import { loadCatalog } from '../pool/load.js';
 import { validatePostedTree } from './posted.js';
 import type { ValidationHello, ValidationReply, ValidationRequest, ValidationWorkerData } from './wire.js';
 
-// Validation is background work: on a busy machine the main thread and the tick workers (nice 10) get
+// Validation is background work: on a busy machine the main thread and the tick workers (nice 0) get
 // the cores first, so a large posted tree delays its own answer rather than anyone's tick.
 try {
   setPriority(0, 19);
