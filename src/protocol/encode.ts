@@ -319,6 +319,139 @@ function writePairHead(target: Uint8Array, at: number, id: AgentId): number {
   return writeInt(target, at + 1, id);
 }
 
+/**
+ * Writes the `[id, seq, action, args]` entry of `decisions.actions` at `at`, as encodeActionTuple would, writing no
+ * byte at or past `limit`; returns where it ends, or -1 where it does not apply: then encodeActionTuple, which writes
+ * any value. It writes what trees' args are made of: 32-bit integer ids and seqs, string ids; in args, numbers,
+ * strings of fewer than 64 UTF-16 units, booleans, nil, and arrays and plain objects of fewer than 16 entries, at most
+ * MAX_INLINE_DEPTH deep. A worker's sink writes most actions so, without the codec's per-call set-up (about half of
+ * an action's cost). The bytes are exactly msgpackr's for this codec's options (test/protocol/encoded-actions.test.ts
+ * compares them on generated values).
+ */
+export function writeActionTuple(target: Uint8Array, at: number, limit: number, id: AgentId, seq: number, action: string, args: unknown): number {
+  if (at + 11 > limit) return -1;
+  target[at] = 0x94;
+  let p = typeof id === 'number' ? writeInt(target, at + 1, id) : writeString(target, at + 1, limit, id);
+  if (p < 0) return -1;
+  p = writeInt(target, p, seq);
+  if (p < 0) return -1;
+  p = writeString(target, p, limit, action);
+  return p < 0 ? -1 : writeValue(target, p, limit, args, 0);
+}
+
+/** Nesting writeActionTuple writes itself; deeper args go through the codec. */
+const MAX_INLINE_DEPTH = 4;
+/** A float64 and its big-endian bytes. */
+const float = new Float64Array(1);
+const floatBytes = new Uint8Array(float.buffer);
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** `v` at `at` as msgpackr writes it, or -1 (see writeActionTuple). */
+function writeValue(target: Uint8Array, at: number, limit: number, v: unknown, depth: number): number {
+  switch (typeof v) {
+    case 'number': {
+      if (at + 9 > limit) return -1;
+      const end = writeInt(target, at, v);
+      return end >= 0 ? end : writeFloat(target, at, v);
+    }
+    case 'string':
+      return writeString(target, at, limit, v);
+    case 'boolean':
+      if (at >= limit) return -1;
+      target[at] = v ? 0xc3 : 0xc2;
+      return at + 1;
+    case 'undefined':
+      // encodeUndefinedAsNil
+      if (at >= limit) return -1;
+      target[at] = 0xc0;
+      return at + 1;
+    case 'object': {
+      if (at >= limit) return -1;
+      if (v === null) {
+        target[at] = 0xc0;
+        return at + 1;
+      }
+      if (depth >= MAX_INLINE_DEPTH) return -1;
+      const constructor = (v as { constructor?: unknown }).constructor;
+      if (constructor === Array) {
+        const list = v as readonly unknown[];
+        const n = list.length;
+        if (n >= 16) return -1;
+        target[at] = 0x90 | n;
+        let p = at + 1;
+        for (let i = 0; i < n && p >= 0; i++) p = writeValue(target, p, limit, list[i], depth + 1);
+        return p;
+      }
+      if (constructor === Object) {
+        const obj = v as Record<string, unknown>;
+        const keys = Object.keys(obj);
+        const n = keys.length;
+        if (n >= 16) return -1;
+        target[at] = 0x80 | n;
+        let p = at + 1;
+        for (let i = 0; i < n && p >= 0; i++) {
+          const key = keys[i]!;
+          p = writeString(target, p, limit, key);
+          if (p >= 0) p = writeValue(target, p, limit, obj[key], depth + 1);
+        }
+        return p;
+      }
+      return -1;
+    }
+    default:
+      return -1;
+  }
+}
+
+/** A number that is not a 32-bit integer: float64, big-endian. */
+function writeFloat(target: Uint8Array, at: number, v: number): number {
+  target[at] = 0xcb;
+  float[0] = v;
+  if (LITTLE_ENDIAN) for (let i = 0; i < 8; i++) target[at + 1 + i] = floatBytes[7 - i]!;
+  else for (let i = 0; i < 8; i++) target[at + 1 + i] = floatBytes[i]!;
+  return at + 9;
+}
+
+/**
+ * A string of fewer than 64 UTF-16 units as msgpackr writes one: its own UTF-8 loop (which writes a lone surrogate as
+ * three bytes, as msgpackr does below 64 units), a fixstr or str8 header for the byte length; -1 for longer strings.
+ */
+function writeString(target: Uint8Array, at: number, limit: number, s: string): number {
+  const n = s.length;
+  if (n >= 64 || at + 2 + n * 3 > limit) return -1;
+  let p = at + 1;
+  for (let i = 0; i < n; i++) {
+    let c = s.charCodeAt(i);
+    if (c < 0x80) {
+      target[p++] = c;
+    } else if (c < 0x800) {
+      target[p++] = (c >> 6) | 0xc0;
+      target[p++] = (c & 0x3f) | 0x80;
+    } else if ((c & 0xfc00) === 0xd800 && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      c = 0x10000 + ((c & 0x03ff) << 10) + (s.charCodeAt(i + 1) & 0x03ff);
+      i++;
+      target[p++] = (c >> 18) | 0xf0;
+      target[p++] = ((c >> 12) & 0x3f) | 0x80;
+      target[p++] = ((c >> 6) & 0x3f) | 0x80;
+      target[p++] = (c & 0x3f) | 0x80;
+    } else {
+      target[p++] = (c >> 12) | 0xe0;
+      target[p++] = ((c >> 6) & 0x3f) | 0x80;
+      target[p++] = (c & 0x3f) | 0x80;
+    }
+  }
+  const length = p - at - 1;
+  if (length < 0x20) {
+    target[at] = 0xa0 | length;
+    return p;
+  }
+  // More than 31 bytes: str8 (at most 189 bytes here), the bytes one further on.
+  target.copyWithin(at + 2, at + 1, p);
+  target[at] = 0xd9;
+  target[at + 1] = length;
+  return p + 1;
+}
+
 const cancelTuple: [unknown, unknown] = [0, 0];
 
 /** One `[id, seq]` entry of `decisions.cancels` as encodeDecisions writes it (a view, as encodeActionTuple's). */

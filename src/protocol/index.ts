@@ -30,6 +30,7 @@ export {
   encodeCancelTuple,
   encodeDoneTuple,
   SMALL_TUPLE_BYTES,
+  writeActionTuple,
   writeCancelTuple,
   writeDoneTuple,
   hasContent,

@@ -13,6 +13,7 @@ import {
   encodeDecisions,
   encodeDoneTuple,
   SMALL_TUPLE_BYTES,
+  writeActionTuple,
   writeCancelTuple,
   writeDoneTuple,
   type ActionDecision,
@@ -122,6 +123,59 @@ describe('decision lists encoded where they are made', () => {
         const status = ok ? 'success' : 'failure';
         const done = writeDoneTuple(target, 3, i, status);
         expect(done < 0 ? null : Buffer.from(target.subarray(3, done))).toEqual(fits(i) ? Buffer.from(encodeDoneTuple(i, status)) : null);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+  // Strings around the 32-byte fixstr and 64-unit boundaries, non-ASCII, surrogate pairs and lone surrogates.
+  const text = fc.oneof(
+    fc.string({ maxLength: 70 }),
+    fc.string({ unit: 'binary', maxLength: 40 }),
+    fc.constantFrom('', 'a'.repeat(31), 'a'.repeat(32), 'ü'.repeat(16), 'ü'.repeat(15) + 'a', 'x'.repeat(63), 'x'.repeat(64), '\ud800', 'a\udc00b', '\ud83d\ude00', '\ud83d'.repeat(20), '\ud800'.repeat(70), 'y'.repeat(66) + '\udc00'),
+  );
+  const number = fc.oneof(
+    fc.double(),
+    fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }),
+    fc.constantFrom(-0, NaN, Infinity, -Infinity, 0x7f, 0x80, 0x100, 0x10000, -0x20, -0x21, -0x81, -0x8001, 2 ** 32, -(2 ** 31) - 1, 2 ** 53, 0.5),
+  );
+  const { tree } = fc.letrec((tie) => ({
+    tree: fc.oneof({ depthSize: 'small', withCrossShrink: true }, tie('leaf'), tie('list'), tie('map')),
+    leaf: fc.oneof(number, text, fc.boolean(), fc.constantFrom(null, undefined), fc.constantFrom(new Date(0), new Uint8Array([1, 2]), new Map([[1, 2]]), 10n)),
+    list: fc.oneof(fc.array(tie('tree'), { maxLength: 4 }), fc.array(fc.integer(), { minLength: 15, maxLength: 17 })),
+    map: fc.oneof(
+      fc.dictionary(text.filter((k) => k !== '__proto__'), tie('tree'), { maxKeys: 4 }),
+      fc.dictionary(fc.string({ minLength: 1, maxLength: 3 }).filter((k) => k !== '__proto__'), fc.integer(), { minKeys: 15, maxKeys: 17 }),
+    ),
+  }));
+  const deep = fc.integer({ min: 1, max: 7 }).map((n) => {
+    let v: unknown = { at: [1.5, -2] };
+    for (let i = 0; i < n; i++) v = { v };
+    return v;
+  });
+
+  test('actions written in place are the bytes the codec writes, or left to it', () => {
+    fc.assert(
+      fc.property(id, seq, text, fc.oneof(tree, deep), fc.nat(300), (i, q, name, a, room) => {
+        const limit = 3 + room;
+        const target = new Uint8Array(limit + 4).fill(0xc1);
+        const end = writeActionTuple(target, 3, limit, i, q, name, a);
+        // Never a byte at or past the limit, whatever happened.
+        expect([...target.subarray(limit)]).toEqual([0xc1, 0xc1, 0xc1, 0xc1]);
+        if (end >= 0) expect(Buffer.from(target.subarray(3, end))).toEqual(Buffer.from(encodeActionTuple(i, q, name, a)));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  test("actions of the values trees' args are made of are written in place", () => {
+    const small = fc.oneof(fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }), fc.double(), fc.string({ maxLength: 20 }), fc.boolean(), fc.constant(null), fc.tuple(fc.double(), fc.double()));
+    const simple = fc.dictionary(fc.string({ maxLength: 10 }).filter((k) => k !== '__proto__'), small, { maxKeys: 4, noNullPrototype: true });
+    fc.assert(
+      fc.property(fc.oneof(fc.integer({ min: 0, max: 2 ** 32 - 1 }), fc.string({ maxLength: 12 })), fc.nat(), fc.string({ maxLength: 20 }), simple, (i, q, name, a) => {
+        const target = new Uint8Array(256);
+        const end = writeActionTuple(target, 0, target.length, i, q, name, a);
+        expect(end).toBeGreaterThan(0);
+        expect(Buffer.from(target.subarray(0, end))).toEqual(Buffer.from(encodeActionTuple(i, q, name, a)));
       }),
       { numRuns: 1000 },
     );

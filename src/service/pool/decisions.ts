@@ -7,7 +7,8 @@
 // tuples were encoded on the worker, below).
 //
 // Actions, cancels and done entries cross as the wire carries them: the sink encodes each tuple on the worker as the
-// protocol would (encodeActionTuple; cancels and done of integer ids written in place, writeCancelTuple, writeDoneTuple),
+// protocol would (written in place where the values are simple, writeActionTuple, writeCancelTuple, writeDoneTuple; else
+// encodeActionTuple and its kind),
 // the router merges the hosts' bytes in spawn order, and the session splices them into its `decisions` frame. The main
 // thread neither reads nor writes a tuple; a reader of the values (the inspector, the HTTP transport, tests) decodes
 // them when it asks (Decisions.actions, .cancels, .done). Per session tick of 280 actions: msgpackr's encodeDecisions
@@ -24,6 +25,7 @@ import {
   encodeActionTuple,
   encodeCancelTuple,
   encodeDoneTuple,
+  writeActionTuple,
   writeCancelTuple,
   writeDoneTuple,
   type ActionDecision,
@@ -124,6 +126,19 @@ export class ColumnSink implements DecisionSink {
   }
 
   action(agent: Agent, seq: number, action: string, args: Readonly<Record<string, unknown>>): void {
+    // Written in place where writeActionTuple applies; else (and if reading the args throws: a plugin's getter) the
+    // codec writes the tuple, or says why it cannot.
+    const t = room(this.out.actions, ACTION_ROOM);
+    let end = -1;
+    try {
+      end = writeActionTuple(t.bytes, t.size, t.bytes.length, agent.id, seq, action, args);
+    } catch {
+      end = -1;
+    }
+    if (end >= 0) {
+      ended(t, this.slot, end);
+      return;
+    }
     let tuple: Uint8Array;
     try {
       tuple = encodeActionTuple(agent.id, seq, action, args);
@@ -173,6 +188,9 @@ export class ColumnSink implements DecisionSink {
     return this.out;
   }
 }
+
+/** Room an action is written in place within (its args are small); larger ones go through the codec. */
+const ACTION_ROOM = 256;
 
 /** Appends `tuple` (copied: a view of the codec's shared output) made by the agent in `slot`. */
 function append(t: TupleColumn, slot: number, tuple: Uint8Array): void {
