@@ -341,10 +341,6 @@ export function writeActionTuple(target: Uint8Array, at: number, limit: number, 
 
 /** Nesting writeActionTuple writes itself; deeper args go through the codec. */
 const MAX_INLINE_DEPTH = 4;
-/** A float64 and its big-endian bytes. */
-const float = new Float64Array(1);
-const floatBytes = new Uint8Array(float.buffer);
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** `v` at `at` as msgpackr writes it, or -1 (see writeActionTuple). */
 function writeValue(target: Uint8Array, at: number, limit: number, v: unknown, depth: number): number {
@@ -403,14 +399,18 @@ function writeValue(target: Uint8Array, at: number, limit: number, v: unknown, d
   }
 }
 
-/** A number that is not a 32-bit integer: float64, big-endian. */
+/** A number that is not a 32-bit integer: float64, big-endian, through a DataView of `target` kept while it is the same. */
 function writeFloat(target: Uint8Array, at: number, v: number): number {
   target[at] = 0xcb;
-  float[0] = v;
-  if (LITTLE_ENDIAN) for (let i = 0; i < 8; i++) target[at + 1 + i] = floatBytes[7 - i]!;
-  else for (let i = 0; i < 8; i++) target[at + 1 + i] = floatBytes[i]!;
+  if (target !== viewed) {
+    viewed = target;
+    view = new DataView(target.buffer, target.byteOffset, target.byteLength);
+  }
+  view.setFloat64(at + 1, v);
   return at + 9;
 }
+let viewed: Uint8Array = new Uint8Array(0);
+let view = new DataView(viewed.buffer);
 
 /**
  * A string of fewer than 64 UTF-16 units as msgpackr writes one: its own UTF-8 loop (which writes a lone surrogate as
