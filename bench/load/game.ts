@@ -94,7 +94,7 @@ export class GameServer {
   /** Set when the session was lost (socket closed, fatal error). */
   failure: string | undefined;
   /** Every answered lockstep tick, in or out of the window: its scheduled send and latency (the burst runs' phases). */
-  onLatency: ((dueAt: number, ms: number) => void) | null = null;
+  onLatency: ((dueAt: number, ms: number, fromSend: number) => void) | null = null;
   private readonly scheduled = new Float64Array(TICK_RING);
   private lastFrameAt = -1;
   private lastTick = -1;
@@ -216,7 +216,10 @@ export class GameServer {
     if (this.options.mode === 'lockstep') {
       this.outstanding++;
       this.inFlight.set(n, dueAt);
-      this.client.lockstep({ tick: n, time, agents: this.rows, results, ...(shared !== undefined ? { world: shared } : {}) }).then(
+      const answer = this.client.lockstep({ tick: n, time, agents: this.rows, results, ...(shared !== undefined ? { world: shared } : {}) });
+      // Handed to the socket (encoded and written synchronously): latency from here leaves the generator's own lateness out.
+      const sentAt = performance.now();
+      answer.then(
         (d) => {
           const now = performance.now();
           this.outstanding--;
@@ -225,7 +228,7 @@ export class GameServer {
             this.latency.record(now - dueAt);
             c.answered++;
           }
-          this.onLatency?.(dueAt, now - dueAt);
+          this.onLatency?.(dueAt, now - dueAt, now - sentAt);
           this.recent.record(now - dueAt);
           this.onDecisions(d, inWindow);
         },
@@ -235,7 +238,8 @@ export class GameServer {
           const code = (err as { code?: string }).code;
           if (code === 'E_TIMEOUT' || code === 'E_CLOSED') {
             c.lost++;
-            this.onLatency?.(dueAt, performance.now() - dueAt); // a lower bound of its latency
+            const now = performance.now();
+            this.onLatency?.(dueAt, now - dueAt, now - sentAt); // a lower bound of its latency
           }
           else c.serviceErrors++;
           this.firstError ??= err instanceof Error ? err.message : String(err);

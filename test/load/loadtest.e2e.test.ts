@@ -97,6 +97,10 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
       expect(b.sendLate.steady.count).toBe(b.steady.count);
       expect(b.sendLate.burst.count).toBeGreaterThanOrEqual(b.burst.count);
       expect(b.sendLate.burst.max).toBeGreaterThanOrEqual(0);
+      // The service's part: the same ticks counted from each snapshot's hand-off, never longer than from its schedule.
+      expect(b.fromSend.steady.count).toBe(b.steady.count);
+      expect(b.fromSend.burst.count).toBe(b.burst.count);
+      expect(b.fromSend.burst.max).toBeLessThanOrEqual(b.burst.max);
     }
     const [spawn] = report.bursts;
     expect(spawn!.spawnAckMs).toHaveLength(1);
