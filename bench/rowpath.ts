@@ -24,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { AgentId } from '../src/bt/index.js';
 import { decode, encode, encodeDecisions, parseClientFrame, parseSnapshotHead, type SnapshotMessage } from '../src/protocol/index.js';
-import { createAgentPool, WorkerPool, type AgentPool, type Decisions } from '../src/service/pool/index.js';
+import { createAgentPool, frameFields, WorkerPool, type AgentPool, type Decisions } from '../src/service/pool/index.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 
 const { values } = parseArgs({
@@ -158,7 +158,7 @@ async function round(n: number): Promise<void> {
       if (results.length > 0) pool.results(g.name, results);
       const d: Decisions = await pool.tick(g.name, n, n / HZ, 1 / HZ, n);
       // As the session sends them (session.ts): the actions spliced in as the workers encoded them.
-      const frame = encodeDecisions({ tick: d.tick, basedOn: d.basedOn, encodedActions: d.encodedActions, encodedCancels: d.encodedCancels, encodedDone: d.encodedDone, errors: d.errors as never });
+      const frame = encodeDecisions(frameFields(d, d.tick, d.basedOn));
       decisionBytes += frame.length;
       // The game server's side, timed and taken out of the main thread's figure: it reads the frame for its actions,
       // and every action succeeds a second later (a game's moves and shots take a while).

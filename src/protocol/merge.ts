@@ -62,22 +62,16 @@ export class HeldDecisions {
    */
   add(d: DecisionsFields, room: number = Infinity): boolean {
     const lists = frameLists(d);
-    // Lists already encoded are not read as values.
-    const encoded: Array<Buffer | undefined> = [];
+    // Lists given as values are encoded here (a view of the codec's output that later encodes leave alone;
+    // appendArray copies it); lists already encoded are not read as values.
+    const encoded = lists.map((l) => (l.encoded === undefined && l.values !== undefined && l.values.length > 0 ? encode(wireTuples(l.values, l.withSeq)) : undefined));
     let size = 0;
-    for (const l of lists) {
-      encoded.push(undefined);
-      if (l.encoded !== undefined) {
-        // Counted as the encoded list would be, header included, so that either form holds the same budget.
-        if (l.encoded.count > 0) size += arrayHeader(l.encoded.count).length + l.encoded.bytes.length + CHUNK_OVERHEAD_BYTES;
-        continue;
-      }
-      if (l.values === undefined || l.values.length === 0) continue;
-      // A view of the codec's output that later encodes leave alone; appendArray copies it.
-      const bytes = encode(wireTuples(l.values, l.withSeq));
-      encoded[encoded.length - 1] = bytes;
-      size += bytes.length + CHUNK_OVERHEAD_BYTES;
-    }
+    lists.forEach((l, i) => {
+      // An encoded list is counted as its values would be, header included, so that either form holds the same budget.
+      if (l.encoded !== undefined && l.encoded.count > 0) size += arrayHeader(l.encoded.count).length + l.encoded.bytes.length + CHUNK_OVERHEAD_BYTES;
+      const bytes = encoded[i];
+      if (bytes !== undefined) size += bytes.length + CHUNK_OVERHEAD_BYTES;
+    });
     if (size > room) return false;
     this.tick = d.tick;
     if (d.basedOn !== undefined) this.basedOn = d.basedOn;

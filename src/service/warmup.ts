@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { WebSocket, type RawData } from 'ws';
 import { PROTOCOL_VERSION, decode, encode, encodeDecisions, parseClientFrame, type AgentId, type PackedRows } from '../protocol/index.js';
-import type { AgentPool, SpawnEntry } from './pool/index.js';
+import { frameFields, type AgentPool, type SpawnEntry } from './pool/index.js';
 
 /** Observation fields of the warm-up session: the value kinds of the fast path (number, boolean, null, [x, y]). */
 const FIELDS = ['warmA', 'warmB', 'warmC', 'warmD'];
@@ -57,7 +57,7 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
         if (!snapshot.ok || snapshot.msg.t !== 'snapshot') throw new Error('warm-up snapshot frame refused');
         pool.observe(session, snapshot.msg.agents as PackedRows, false);
         const d = await pool.tick(session, t, t * 0.05, 0.05, t);
-        encodeDecisions({ tick: t, basedOn: t, encodedActions: d.encodedActions, encodedCancels: d.encodedCancels, encodedDone: d.encodedDone, errors: d.errors as never });
+        encodeDecisions(frameFields(d, t, t));
         ticks++;
       }
       const despawn = parse({ t: 'despawn', id: 2, ids });

@@ -30,6 +30,7 @@ import {
   writeDoneTuple,
   type ActionDecision,
   type CancelDecision,
+  type DecisionsFields,
   type DoneDecision,
 } from '../../protocol/index.js';
 import type { Decisions } from './types.js';
@@ -276,6 +277,21 @@ function lazy(d: Decisions, name: 'actions' | 'cancels' | 'done', encodedName: s
   let values: unknown[] | null = null;
   Object.defineProperty(d, name, { enumerable: true, get: () => (values ??= encoded.decode()) });
   Object.defineProperty(d, encodedName, { value: encoded, enumerable: false });
+}
+
+/**
+ * The `decisions` frame's fields of a pool's Decisions, its lists as they came encoded (spliced into the frame, not
+ * decoded): what the session sends and records, and what the warm-up and `bench/rowpath` write as it does.
+ */
+export function frameFields(d: Decisions, tick: number, basedOn: number | undefined): DecisionsFields {
+  return {
+    tick,
+    basedOn,
+    encodedActions: d.encodedActions,
+    encodedCancels: d.encodedCancels,
+    encodedDone: d.encodedDone,
+    errors: d.errors as DecisionsFields['errors'],
+  };
 }
 
 /**

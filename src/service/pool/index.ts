@@ -11,6 +11,7 @@ import { MAX_HOSTS } from './router.js';
 export type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, PoolOptions, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, WorkerStats } from './types.js';
 export { PoolUsageError } from './router.js';
 export { LOG_LINES_PER_TICK } from './logs.js';
+export { frameFields } from './decisions.js';
 export { InlinePool } from './inline.js';
 export { WorkerPool } from './worker-pool.js';
 

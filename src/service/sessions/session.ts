@@ -22,7 +22,7 @@ import {
 import { TickStats } from './tickStats.js';
 import { FixedClock, type ClockTick } from './clock.js';
 import type { Metrics } from '../metrics.js';
-import type { AgentPool, Decisions, EntryError as PoolEntryError, SessionExport, SpawnEntry } from '../pool/index.js';
+import { frameFields, type AgentPool, type Decisions, type EntryError as PoolEntryError, type SessionExport, type SpawnEntry } from '../pool/index.js';
 
 /** A fixed-mode session with nothing to say still sends an empty `decisions` this often. */
 export const HEARTBEAT_MS = 1000;
@@ -505,15 +505,8 @@ export class Session {
     if (actions > 0) metrics.actions.inc(actions);
     if (d.encodedCancels.count > 0) metrics.cancels.inc(d.encodedCancels.count);
     for (const e of d.errors) metrics.errors.inc({ code: e[1] });
-    const decisions: DecisionsFields = {
-      tick,
-      basedOn,
-      // Spliced into the frame as they are: the lists are not decoded on the session's path.
-      encodedActions: d.encodedActions,
-      encodedCancels: d.encodedCancels,
-      encodedDone: d.encodedDone,
-      errors: d.errors as DecisionsFields['errors'],
-    };
+    // Spliced into the frame as they are: the lists are not decoded on the session's path.
+    const decisions = frameFields(d, tick, basedOn);
     if (this.mode === 'lockstep') {
       if (this.kept.push(decisions) > KEPT_DECISIONS) this.kept.shift();
     }
