@@ -2,7 +2,7 @@
 // The wire form is the same MessagePack map; docs/protocol.md shows each one in JSON notation.
 
 import type { ErrorCode } from './codes.js';
-import type { PackedRows } from './rows.js';
+import type { PackedRows, ResultList } from './rows.js';
 
 /** An agent id: a safe integer, or a non-empty string of at most 128 characters. Unique in a session. */
 export type AgentId = number | string;
@@ -112,8 +112,8 @@ export interface SnapshotMessage extends ClientMessageBase {
   readonly world?: ValueMap;
   /** Observations: rows, or a map id → observation (rows read by the service's fast path: packed in columns). */
   readonly agents?: readonly ObservationRow[] | Readonly<Record<string, Observation>> | PackedRows;
-  /** Action results, as in `result`. */
-  readonly results?: readonly ActionResult[];
+  /** Action results, as in `result` (read by the service's fast path: in columns). */
+  readonly results?: ResultList;
   /** When true, agents not listed in `agents` lose their observation. */
   readonly full?: boolean;
 }

@@ -4,7 +4,7 @@
 import { ErrorCode, Msg, quote } from './codes.js';
 import { DecodeError, decode } from './codec.js';
 import { LIMITS, PROTOCOL_VERSION } from './limits.js';
-import { readSnapshotHead, readSnapshotRows } from './rows.js';
+import { ResultColumns, readSnapshotHead, readSnapshotRows, type ResultList } from './rows.js';
 import {
   agentIdFromKey,
   type ActionResult,
@@ -429,9 +429,11 @@ function parseSnapshot(m: RawMap, re: number | undefined, options: ParseOptions 
   if (full !== undefined && typeof full !== 'boolean') return badField('snapshot.full', 'expected a boolean', re);
 
   const errors = new Entries(LIMITS.maxEntryErrors);
-  let results: readonly ActionResult[] | undefined;
+  let results: ResultList | undefined;
   const rawResults = opt(m.results);
-  if (rawResults !== undefined) {
+  // Columns come only from the fast path, which read every entry as validResults would keep it (readResults).
+  if (rawResults instanceof ResultColumns) results = rawResults;
+  else if (rawResults !== undefined) {
     const problem = checkList('snapshot.results', rawResults, re);
     if (problem !== undefined) return problem;
     results = validResults(rawResults as readonly unknown[], 'snapshot.results', errors);

@@ -2,7 +2,7 @@
 // blocks of length-delimited records. Shared by the writer (service), the reader, replay and the inspector.
 
 import { crc32 } from 'node:zlib';
-import { isPackedRows, unpackRows, type AgentId, type SnapshotMessage } from '../protocol/index.js';
+import { isPackedRows, resultTuples, unpackRows, type AgentId, type SnapshotMessage } from '../protocol/index.js';
 import { Codec } from './codec.js';
 
 /** First bytes of every recording file written now (8 bytes: name and file format version). */
@@ -192,7 +192,7 @@ export function snapshotRecordFields(msg: SnapshotMessage): Record<string, unkno
     ...(msg.time !== undefined ? { time: msg.time } : {}),
     ...(msg.world !== undefined ? { world: msg.world } : {}),
     ...(agents !== undefined ? { agents } : {}),
-    ...(msg.results !== undefined ? { results: msg.results } : {}),
+    ...(msg.results !== undefined ? { results: resultTuples(msg.results) } : {}),
     ...(msg.full !== undefined ? { full: msg.full } : {}),
   };
 }

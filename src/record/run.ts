@@ -11,6 +11,7 @@ import {
   decode,
   encodeDecisions,
   parseClientFrame,
+  resultTuples,
   type ActionResult,
   type DecisionsFields,
   type Mode,
@@ -209,7 +210,7 @@ export class ReplayRun {
     if (msg.agents !== undefined || msg.full === true) {
       this.pool.observe(SESSION, (msg.agents ?? []) as Parameters<AgentPool['observe']>[1], msg.full === true);
     }
-    if (msg.results !== undefined) this.results(msg.results);
+    if (msg.results !== undefined) this.results(resultTuples(msg.results));
   }
 
   private results(results: readonly ActionResult[]): void {

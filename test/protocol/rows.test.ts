@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { LIMITS, encode, isPackedRows, parseClientFrame, readSnapshotRows, unpackRows, type ParseResult } from '../../src/protocol/index.js';
+import { LIMITS, ResultColumns, encode, isPackedRows, parseClientFrame, readSnapshotRows, resultTuples, unpackRows, type ParseResult } from '../../src/protocol/index.js';
 import { RowWriter } from '../../src/client/index.js';
 
 const MAX = LIMITS.defaultMaxFrameBytes;
@@ -15,15 +15,21 @@ function add(w: RowWriter, id: number | string, ...values: unknown[]): void {
   values.forEach((v, k) => (row[k + 1] = v));
 }
 
-/** Both paths on the same bytes; the fast one's packed rows turned back into arrays. */
-function bothPaths(bytes: Uint8Array, fieldCount: number, mode: 'fixed' | 'lockstep' = 'lockstep'): { fast: ParseResult; slow: ParseResult; packed: boolean } {
+/**
+ * Both paths on the same bytes; the fast one's packed rows turned back into arrays, its results in columns back
+ * into their list (`resultsPacked` says they came in columns).
+ */
+function bothPaths(bytes: Uint8Array, fieldCount: number, mode: 'fixed' | 'lockstep' = 'lockstep'): { fast: ParseResult; slow: ParseResult; packed: boolean; resultsPacked: boolean } {
   const slow = parseClientFrame(bytes, MAX, { fieldCount, mode });
-  const fast = parseClientFrame(bytes, MAX, { fieldCount, mode, packRows: true });
+  let fast = parseClientFrame(bytes, MAX, { fieldCount, mode, packRows: true });
+  const results = fast.ok ? (fast.msg as { results?: unknown }).results : undefined;
+  const resultsPacked = results instanceof ResultColumns;
+  if (fast.ok && results instanceof ResultColumns) fast = { ...fast, msg: { ...fast.msg, results: resultTuples(results) } } as unknown as ParseResult;
   const agents = fast.ok ? (fast.msg as { agents?: unknown }).agents : undefined;
   if (fast.ok && isPackedRows(agents)) {
-    return { fast: { ...fast, msg: { ...fast.msg, agents: unpackRows(agents) } } as unknown as ParseResult, slow, packed: true };
+    return { fast: { ...fast, msg: { ...fast.msg, agents: unpackRows(agents) } } as unknown as ParseResult, slow, packed: true, resultsPacked };
   }
-  return { fast, slow, packed: false };
+  return { fast, slow, packed: false, resultsPacked };
 }
 
 describe('snapshot rows fast path', () => {
@@ -34,8 +40,9 @@ describe('snapshot rows fast path', () => {
     add(rows, 2 ** 31, -5, true, 0, [], 'x');
     add(rows, -3, 1e300, false, -0, [0.1, 0.2, 0.3], 'chase');
     const bytes = encode({ t: 'snapshot', tick: 9, time: 0.45, agents: rows.rows(), results: [[1, 2, 'success']], id: 4 });
-    const { fast, slow, packed } = bothPaths(bytes, 5);
+    const { fast, slow, packed, resultsPacked } = bothPaths(bytes, 5);
     expect(packed).toBe(true);
+    expect(resultsPacked).toBe(true);
     expect(fast).toEqual(slow);
     expect(slow.ok && slow.msg).toMatchObject({ t: 'snapshot', tick: 9, id: 4, results: [[1, 2, 'success']] });
   });
@@ -214,7 +221,9 @@ describe('snapshot rows fast path', () => {
   test('property: truncated or corrupted frames give the same result on both paths, and never throw', () => {
     const rows = new RowWriter(['a', 'b', 'c']);
     for (let i = 0; i < 20; i++) add(rows, i, i * 1.5, i % 2 === 0, [i, -i]);
-    const bytes = encode({ t: 'snapshot', tick: 3, time: 1, agents: rows.rows() });
+    const results = [[1, 7, 'success'], ['orc-2', 300, 'failure'], [2 ** 40, 2 ** 33, 'success']];
+    const bytes = encode({ t: 'snapshot', tick: 3, time: 1, results, agents: rows.rows() });
+    expect(bothPaths(bytes, 3).resultsPacked).toBe(true);
     fc.assert(
       fc.property(fc.nat({ max: bytes.length }), fc.nat({ max: bytes.length - 1 }), fc.integer({ min: 0, max: 255 }), (cut, at, byte) => {
         const corrupted = Buffer.from(bytes);
@@ -226,5 +235,82 @@ describe('snapshot rows fast path', () => {
       }),
       { numRuns: 500 },
     );
+  });
+  test("results: the client SDK's lists come in columns, every number form of ids and seqs as msgpackr reads it", () => {
+    const rows = new RowWriter(['a']);
+    add(rows, 1, 2);
+    const results = [[1, 1, 'success'], ['orc-7', 2 ** 31, 'failure'], [-3, 200, 'success'], [2 ** 53 - 1, 2 ** 53 - 1, 'failure'], [0, 1.0, 'success']];
+    const bytes = encode({ t: 'snapshot', tick: 1, time: 0, results, agents: rows.rows() });
+    const { fast, slow, resultsPacked } = bothPaths(bytes, 1);
+    expect(resultsPacked).toBe(true);
+    expect(fast).toEqual(slow);
+    expect(slow.ok && slow.msg).toMatchObject({ results });
+    // Hand-made number forms: ids and seqs as uint8/16/32/64, int8-64, float32 and float64 holding integers.
+    const forms = [[0xcc, 9], [0xcd, 0, 9], [0xce, 0, 0, 0, 9], [0xcf, 0, 0, 0, 0, 0, 0, 0, 9], [0xd0, 9], [0xd1, 0, 9], [0xd2, 0, 0, 0, 9], [0xd3, 0, 0, 0, 0, 0, 0, 0, 9], [0xca, 0x41, 0x10, 0, 0], [0xcb, 0x40, 0x22, 0, 0, 0, 0, 0, 0]];
+    for (const form of forms) {
+      const entry = Buffer.concat([Buffer.from([0x93]), Buffer.from(form), Buffer.from(form), encode('success')]);
+      const head = encode({ t: 'snapshot', tick: 1, time: 0 });
+      const frame = Buffer.concat([Buffer.from([head[0]! + 2]), head.subarray(1), encode('results'), Buffer.from([0x91]), entry, encode('agents'), Buffer.from(encode(rows.rows()))]);
+      const both = bothPaths(frame, 1);
+      expect({ form, packed: both.resultsPacked }).toEqual({ form, packed: true });
+      expect(both.fast).toEqual(both.slow);
+      expect(both.slow.ok && both.slow.msg).toMatchObject({ results: [[9, 9, 'success']] });
+    }
+  });
+
+  test('results: any entry validation would refuse (or an unusual form) sends the list the ordinary way, with the same errors', () => {
+    const rows = new RowWriter(['a']);
+    add(rows, 1, 2);
+    const cases: Array<[string, unknown]> = [
+      ['seq 0', [[1, 0, 'success']]],
+      ['a fractional seq', [[1, 1.5, 'success']]],
+      ['an unsafe seq', [[1, 2 ** 60, 'success']]],
+      ['a string seq', [[1, '3', 'success']]],
+      ['another status', [[1, 3, 'maybe']]],
+      ['a status in capitals', [[1, 3, 'SUCCESS']]],
+      ['four items', [[1, 3, 'success', 4]]],
+      ['two items', [[1, 3]]],
+      ['an empty id', [['', 3, 'success']]],
+      ['a unicode id', [['ünï', 3, 'success']]],
+      ['a fractional id', [[0.5, 3, 'success']]],
+      ['a map entry', [{ id: 1 }]],
+      ['not a list', { 1: [1, 3, 'success'] }],
+      ['nil', null],
+      ['one bad entry among good ones', [[1, 3, 'success'], [2, -1, 'failure'], [3, 4, 'failure']]],
+    ];
+    for (const [what, results] of cases) {
+      const { fast, slow, resultsPacked } = bothPaths(encode({ t: 'snapshot', tick: 1, time: 0, results, agents: rows.rows() }), 1);
+      expect({ what, resultsPacked }).toEqual({ what, resultsPacked: false });
+      expect({ what, fast }).toEqual({ what, fast: slow });
+    }
+    // A status as str8 rather than fixstr: valid, read the ordinary way.
+    const head = encode({ t: 'snapshot', tick: 1, time: 0 });
+    const str8 = Buffer.concat([Buffer.from([0x93, 1, 2, 0xd9, 7]), Buffer.from('failure')]);
+    const frame = Buffer.concat([Buffer.from([head[0]! + 2]), head.subarray(1), encode('results'), Buffer.from([0x91]), str8, encode('agents'), Buffer.from(encode(rows.rows()))]);
+    const both = bothPaths(frame, 1);
+    expect(both.resultsPacked).toBe(false);
+    expect(both.fast).toEqual(both.slow);
+    expect(both.slow.ok && both.slow.msg).toMatchObject({ results: [[1, 2, 'failure']] });
+  });
+
+  test('property: results of any shape give the same message and errors on both paths', () => {
+    const rows = new RowWriter(['a']);
+    add(rows, 1, 2);
+    const entry = fc.oneof(
+      { weight: 6, arbitrary: fc.tuple(fc.oneof(fc.integer({ min: -1000, max: 100_000 }), fc.stringMatching(/^[a-z0-9-]{1,12}$/)), fc.integer({ min: 1, max: 2 ** 40 }), fc.constantFrom('success', 'failure')) },
+      fc.tuple(id, fc.oneof(fc.nat(), fc.double(), fc.string({ maxLength: 2 })), fc.constantFrom('success', 'failure', 'maybe', '')),
+      fc.array(fc.nat(), { maxLength: 4 }),
+    );
+    let packedRuns = 0;
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 20 }), fc.boolean(), (results, agentsFirst) => {
+        const msg = agentsFirst ? { t: 'snapshot', tick: 1, time: 0, agents: rows.rows(), results } : { t: 'snapshot', tick: 1, time: 0, results, agents: rows.rows() };
+        const { fast, slow, resultsPacked } = bothPaths(encode(msg), 1);
+        expect(fast).toEqual(slow);
+        if (resultsPacked) packedRuns++;
+      }),
+      { numRuns: 400 },
+    );
+    expect(packedRuns).toBeGreaterThan(40);
   });
 });

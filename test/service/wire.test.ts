@@ -244,13 +244,16 @@ describe('lockstep', () => {
     // Still walking: nothing to say, but lockstep always answers.
     expect(await client.step({ tick: 2, time: 0.1 })).toEqual({ t: 'decisions', tick: 2, basedOn: 2 });
     expect(await client.step({ tick: 3, time: 0.2, results: [[1, 9, 'success']] })).toEqual({ t: 'decisions', tick: 3, basedOn: 3 });
-    expect(await client.step({ tick: 4, time: 0.3, results: [[1, 1, 'failure']] })).toEqual({
+    // With rows beside them, the results are read straight from the frame (src/protocol/rows.ts readResults).
+    expect(await client.step({ tick: 4, time: 0.3, agents: [[1, 0, 100]], results: [[1, 1, 'failure']] })).toEqual({
       t: 'decisions',
       tick: 4,
       basedOn: 4,
       done: [[1, 'failure']],
     });
-    expect(await client.step({ tick: 5, time: 0.4 })).toMatchObject({ actions: [[1, 2, 'walk', { speed: 1 }]] });
+    expect(await client.step({ tick: 5, time: 0.4, id: 7, agents: [[1, 0, 100]], results: [[42, 1, 'success']] })).toMatchObject({ actions: [[1, 2, 'walk', { speed: 1 }]] });
+    // The snapshot's entry error comes before its decisions (step skipped it).
+    expect(client.frames).toContainEqual(expect.objectContaining({ t: 'error', code: 'E_UNKNOWN_AGENT', re: 7, agent: 42, entry: true }));
     // `result` as its own message, unknown agents refused entry by entry.
     client.send({ t: 'result', id: 8, results: [[1, 2, 'success'], [42, 1, 'success']] });
     expect(await client.next('error')).toMatchObject({ code: 'E_UNKNOWN_AGENT', re: 8 });

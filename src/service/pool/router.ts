@@ -12,7 +12,7 @@ import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type StageOrder, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
-import { Msg, isAgentId, isPackedRows, stagedAsFrameRows, type PackedRows, type StagedRows } from '../../protocol/index.js';
+import { Msg, ResultColumns, isAgentId, isPackedRows, stagedAsFrameRows, type PackedRows, type ResultList, type StagedRows } from '../../protocol/index.js';
 import { LodTable, badEvery } from './lod.js';
 import { MISS, RowMemo } from './row-memo.js';
 
@@ -615,9 +615,20 @@ export abstract class PoolRouter implements AgentPool {
     return errors;
   }
 
-  results(session: string, results: ReadonlyArray<readonly [AgentId, number, 'success' | 'failure']>): EntryError[] {
+  results(session: string, results: ResultList): EntryError[] {
     const s = this.session(session);
     const errors: EntryError[] = [];
+    if (results instanceof ResultColumns) {
+      // Read by the fast path: every entry well-formed, only the ids to look up.
+      const { ids, seqs, ok } = results;
+      for (let i = 0; i < results.count; i++) {
+        const id = ids[i]!;
+        const at = s.locate(id);
+        if (at < 0) errors.push(unknownAgent(id));
+        else s.shards[at >>> 24]!.pushResult(at & 0xffffff, seqs[i]!, ok[i] === 1);
+      }
+      return errors;
+    }
     for (let i = 0; i < results.length; i++) {
       // Indexed reads, not `const [id, seq, status] = entry`: destructuring goes through the array iterator.
       const entry = results[i]!;

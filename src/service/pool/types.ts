@@ -2,7 +2,7 @@
 // (one Decisions per session tick). Both pools, inline and worker threads, implement AgentPool.
 
 import type { AgentFrame, AgentId, AgentInspection, WatchedFrame, WhyReport } from '../../bt/index.js';
-import type { ActionDecision, CancelDecision, DoneDecision, EncodedTuples, PackedRows, StagedRows } from '../../protocol/index.js';
+import type { ActionDecision, CancelDecision, DoneDecision, EncodedTuples, PackedRows, ResultList, StagedRows } from '../../protocol/index.js';
 import type { TreeLibrary } from '../../bt/library.js';
 
 /** One agent to create (the protocol's `spawn` entry). `bb` holds declared keys only. */
@@ -250,7 +250,7 @@ export interface AgentPool {
    */
   lod(session: string, entries: ReadonlyArray<readonly [AgentId, number]>): EntryError[];
   /** Action results `[id, seq, status]`; buffered per worker until the next tick. Unknown agent → E_UNKNOWN_AGENT error entry. */
-  results(session: string, results: ReadonlyArray<readonly [AgentId, number, 'success' | 'failure']>): EntryError[];
+  results(session: string, results: ResultList): EntryError[];
   /**
    * Sends ONE message per worker holding this session's buffered input (rows, world, results, bb writes) and
    * the tick command; every agent of the session is ticked exactly once at tree time `time`; replies are

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import {
   ErrorCode,
   Msg,
+  ResultColumns,
   hasContent,
   type ActionResult,
   type AgentId,
@@ -15,6 +16,7 @@ import {
   type EntryError,
   type LodEntry,
   type Mode,
+  type ResultList,
   type SnapshotMessage,
   type SpawnAgent,
   type TreesMessage,
@@ -367,8 +369,8 @@ export class Session {
     return this.applyResults(results);
   }
 
-  private applyResults(results: readonly ActionResult[]): EntryError[] {
-    if (results.length === 0) return [];
+  private applyResults(results: ResultList): EntryError[] {
+    if ((results instanceof ResultColumns ? results.count : results.length) === 0) return [];
     return entryErrors(this.host.pool.results(this.id, results));
   }
 
