@@ -497,9 +497,11 @@ function rowsFit(count: number, width: number): boolean {
 /**
  * The rows' loop of scanRows, from `pos`: writes row i's id into `ids[i]` and the offset of its first value into
  * `offsets[i]` (both at least `count` long); false to give up. The one copy of the check: the main thread's
- * scanRows and the workers' checkFrameRows both run it, so they accept and refuse the same rows.
+ * scanRows and the workers' checkFrameRows both run it, so they accept and refuse the same rows. `known[i]`, when
+ * given, is the id row i named in an earlier frame: a string id whose bytes spell it is that very string, not a new
+ * one (see knownString).
  */
-function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32Array): boolean {
+function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32Array, known: readonly AgentId[] | null = null): boolean {
   const header = 0x90 + width + 1;
   const bytes = src;
   const last = end;
@@ -515,11 +517,18 @@ function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32
       ids[i] = (bytes[p + 1]! << 8) | bytes[p + 2]!;
       p += 3;
     } else {
-      pos = p;
-      const id = readId();
-      if (id === undefined) return false;
-      ids[i] = id;
-      p = pos;
+      const was = known !== null && i < known.length ? known[i] : undefined;
+      const to = typeof was === 'string' ? knownString(bytes, p, last, was) : -1;
+      if (to >= 0) {
+        ids[i] = was!;
+        p = to;
+      } else {
+        pos = p;
+        const id = readId();
+        if (id === undefined) return false;
+        ids[i] = id;
+        p = pos;
+      }
     }
     offsets[i] = p;
     for (let k = 0; k < width; k++) {
@@ -609,14 +618,45 @@ function readHead(width: number): UnreadSnapshot | undefined {
  * Checks `count` rows of `width` values from byte `start` of a frame read by readSnapshotHead, exactly as the fast
  * path does (the same loop as scanRows), and that they end with the frame: true if they all pass, with row i's id
  * in `ids[i]` and its values' offset in `offsets[i]` (both grown as needed; reused by the caller from frame to frame).
+ * `known`: the ids the rows named in an earlier frame, if the caller keeps them (the same strings are then reused).
  */
-export function checkFrameRows(bytes: Uint8Array, start: number, count: number, width: number, ids: AgentId[], offsets: Int32Array): boolean {
+export function checkFrameRows(
+  bytes: Uint8Array,
+  start: number,
+  count: number,
+  width: number,
+  ids: AgentId[],
+  offsets: Int32Array,
+  known: readonly AgentId[] | null = null,
+): boolean {
   if (offsets.length < count) throw new RangeError('checkFrameRows: offsets is shorter than the rows');
   const passed = reading(bytes, () => {
     pos = start;
-    return scanRowsAt(count, width, ids, offsets) && pos === end;
+    return scanRowsAt(count, width, ids, offsets, known) && pos === end;
   });
   return passed === true;
+}
+
+/**
+ * Where the string at byte `p` ends when it spells `was` (a string id read from an earlier frame, so one readId
+ * accepts: ASCII, 1 to maxAgentIdLength characters), as a fixstr or str8; -1 otherwise. A game server names its
+ * agents in the same order frame after frame: the row's id is then the string the worker already holds, with no
+ * new string to build, and the row memo (row-memo.ts) finds it by identity rather than by comparing or hashing
+ * a fresh one. Equal bytes mean the same characters, so the row passes or fails exactly as readId would judge it.
+ */
+function knownString(bytes: Uint8Array, p: number, last: number, was: string): number {
+  const b = bytes[p]!;
+  let at = p + 1;
+  let n: number;
+  if (b >= 0xa0 && b <= 0xbf) n = b & 0x1f;
+  else if (b === 0xd9 && at < last) n = bytes[at++]!;
+  else return -1;
+  if (n !== was.length || n === 0 || n > LIMITS.maxAgentIdLength || at + n > last) return -1;
+  for (let k = 0; k < n; k++) {
+    const c = bytes[at + k]!;
+    if (c !== was.charCodeAt(k) || c >= 0x80) return -1;
+  }
+  return at + n;
 }
 
 /** Staged rows as FrameRows (the main thread checks them itself: a frame a worker's routing no longer matches). */

@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { LIMITS, ResultColumns, encode, isPackedRows, parseClientFrame, readSnapshotRows, resultTuples, unpackRows, type ParseResult } from '../../src/protocol/index.js';
+import { LIMITS, ResultColumns, checkFrameRows, encode, isPackedRows, parseClientFrame, readSnapshotHead, readSnapshotRows, resultTuples, unpackRows, type AgentId, type ParseResult } from '../../src/protocol/index.js';
 import { RowWriter } from '../../src/client/index.js';
 
 const MAX = LIMITS.defaultMaxFrameBytes;
@@ -312,5 +312,61 @@ describe('snapshot rows fast path', () => {
       { numRuns: 400 },
     );
     expect(packedRuns).toBeGreaterThan(40);
+  });
+  test('property: string ids known from an earlier frame give the same verdict and the same ids', () => {
+    const width = 2;
+    /** The verdict and ids of checkFrameRows on `bytes`, given `known`. */
+    const check = (bytes: Uint8Array, known: readonly AgentId[] | null): { ok: boolean; ids: AgentId[] } | null => {
+      const head = readSnapshotHead(bytes, width);
+      if (head === undefined) return null;
+      const ids: AgentId[] = [];
+      const ok = checkFrameRows(bytes, head.start, head.count, width, ids, new Int32Array(head.count), known);
+      return { ok, ids: ok ? ids.slice(0, head.count) : [] };
+    };
+    // Ids the earlier frame may have held: the same, one letter off, longer, shorter, non-ASCII of the same length, numbers.
+    const variant = (agent: AgentId, how: number): AgentId => {
+      if (typeof agent !== 'string') return how === 0 ? agent : `${agent}`;
+      switch (how) {
+        case 0:
+          return agent;
+        case 1:
+          return agent.slice(0, -1) + (agent.endsWith('a') ? 'b' : 'a');
+        case 2:
+          return `${agent}x`;
+        case 3:
+          return agent.slice(1);
+        case 4:
+          return 'é'.repeat(agent.length);
+        default:
+          return agent.length;
+      }
+    };
+    let reused = 0;
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.oneof({ weight: 12, arbitrary: fc.stringMatching(/^[a-z0-9-]{1,40}$/) }, { weight: 3, arbitrary: fc.integer({ min: -5, max: 70_000 }) }, fc.constantFrom('', 'ünï', 'x'.repeat(129))), fc.double()), { maxLength: 12 }),
+        fc.array(fc.nat({ max: 5 }), { maxLength: 14 }),
+        fc.option(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 }))),
+        (rows, hows, corrupt) => {
+          const bytes = Buffer.from(encode({ t: 'snapshot', tick: 1, time: 0, agents: rows.map(([agent, v]) => [agent, v, null]) }));
+          if (corrupt !== null) bytes[corrupt[0] % bytes.length] = corrupt[1];
+          const known = rows.map(([agent], i) => variant(agent, hows[i] ?? 0));
+          const plain = check(bytes, null);
+          const hinted = check(bytes, known);
+          expect(hinted).toEqual(plain);
+          if (hinted === null || !hinted.ok) return;
+          // (Whether an id is the hint's own string object is not observable from JavaScript; equal is what counts.)
+          reused += hinted.ids.filter((agent, i) => typeof agent === 'string' && agent === known[i]).length;
+        },
+      ),
+      { numRuns: 400 },
+    );
+    expect(reused).toBeGreaterThan(100);
+    // A byte above 0x7f is no ASCII id, whatever the earlier frame held (Latin-1 'é' is 0xe9 as a char code too).
+    const latin = Buffer.from(encode({ t: 'snapshot', tick: 1, time: 0, agents: [['aé', 1, null]] }));
+    const at = latin.indexOf(Buffer.from('a\u00c3', 'latin1'));
+    const raw = Buffer.concat([latin.subarray(0, at - 1), Buffer.from([0xa2, 0x61, 0xe9]), latin.subarray(at + 3)]);
+    expect(check(raw, null)).toEqual({ ok: false, ids: [] });
+    expect(check(raw, ['a\u00e9'])).toEqual({ ok: false, ids: [] });
   });
 });

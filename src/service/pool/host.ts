@@ -90,6 +90,11 @@ class HostSession {
     else this.named.delete(id);
   }
 
+  /** The id each row of the session's frames named when last looked up (row-memo.ts). */
+  knownRows(): readonly AgentId[] {
+    return this.rowMemo.known();
+  }
+
   /** The slot of agent `id` here, or -1; `i` is the row's position in its frame (the memo). */
   slotOfRow(i: number, id: AgentId): number {
     if (typeof id === 'number') {
@@ -321,9 +326,10 @@ export class AgentHost {
   private stage(msg: StageOrder): StageReply {
     const count = msg.count;
     if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
-    const ok = checkFrameRows(msg.frame, msg.start, count, msg.width, stageIds, stageOffsets);
-    if (ok && msg.all !== null) return stageAll(msg, msg.all.routes, msg.all.hosts);
     const s = this.sessions.get(msg.session);
+    // The ids the session's rows named last time: string ids spelled the same are those strings, not new ones.
+    const ok = checkFrameRows(msg.frame, msg.start, count, msg.width, stageIds, stageOffsets, msg.all === null && s !== undefined ? s.knownRows() : null);
+    if (ok && msg.all !== null) return stageAll(msg, msg.all.routes, msg.all.hosts);
     if (!ok || s === undefined) return { t: 'staged', req: msg.req, ok, parts: [] };
     const agents = s.agents;
     const ids = stageIds;

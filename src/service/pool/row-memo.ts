@@ -33,6 +33,11 @@ export class RowMemo {
     this.values[i] = value;
   }
 
+  /** The id each row named when last looked up (by row; shorter than a frame's rows until they are all learned). */
+  known(): readonly AgentId[] {
+    return this.ids;
+  }
+
   /** Forgets every row: an agent came or went, so what a row resolved to may be stale. */
   clear(): void {
     if (this.ids.length > 0) this.ids = [];
