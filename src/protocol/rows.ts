@@ -168,10 +168,84 @@ export function resultTuples(results: ResultList): readonly ActionResult[] {
   return out;
 }
 
+/** The string ids of a session's agents, found from a frame's bytes without a string built first (readResults). */
+export interface KnownIds {
+  /** The known id spelled by the bytes [from, to) of `bytes`, or undefined. */
+  find(bytes: Uint8Array, from: number, to: number): string | undefined;
+}
+
+/**
+ * KnownIds as the agent pool keeps them per session: string ids by a hash of their characters (FNV-1a, cut to a
+ * small integer so the Map's keys stay unboxed). Only ASCII ids of at most maxAgentIdLength characters, the ones
+ * readId reads: bytes that spell one are ASCII, and the id found is the one readId would have built. A result for
+ * an agent with a string id then costs no new string, and the routing table finds it by identity (its hash is
+ * already computed), where a fresh string was hashed anew for every result of every frame.
+ */
+export class IdIndex implements KnownIds {
+  private readonly byHash = new Map<number, string | string[]>();
+
+  add(id: string): void {
+    const h = asciiHash(id);
+    if (h < 0) return;
+    const there = this.byHash.get(h);
+    if (there === undefined) this.byHash.set(h, id);
+    else if (typeof there === 'string') {
+      if (there !== id) this.byHash.set(h, [there, id]);
+    } else if (!there.includes(id)) there.push(id);
+  }
+
+  delete(id: string): void {
+    const h = asciiHash(id);
+    if (h < 0) return;
+    const there = this.byHash.get(h);
+    if (there === id) this.byHash.delete(h);
+    else if (Array.isArray(there)) {
+      const rest = there.filter((x) => x !== id);
+      if (rest.length === 1) this.byHash.set(h, rest[0]!);
+      else this.byHash.set(h, rest);
+    }
+  }
+
+  find(bytes: Uint8Array, from: number, to: number): string | undefined {
+    let h = FNV_OFFSET;
+    for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i]!, FNV_PRIME);
+    const there = this.byHash.get(h & HASH_MASK);
+    if (there === undefined) return undefined;
+    if (typeof there === 'string') return spells(bytes, from, to, there) ? there : undefined;
+    for (const id of there) if (spells(bytes, from, to, id)) return id;
+    return undefined;
+  }
+}
+
+const FNV_OFFSET = 0x811c9dc5 | 0;
+const FNV_PRIME = 0x01000193;
+/** 30 bits: a small integer on every platform (an unboxed Map key). */
+const HASH_MASK = 0x3fffffff;
+
+/** The hash IdIndex files `id` under, or -1 when it is no id readId reads (non-ASCII, empty, too long). */
+function asciiHash(id: string): number {
+  if (id.length === 0 || id.length > LIMITS.maxAgentIdLength) return -1;
+  let h = FNV_OFFSET;
+  for (let i = 0; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    if (c >= 0x80) return -1;
+    h = Math.imul(h ^ c, FNV_PRIME);
+  }
+  return h & HASH_MASK;
+}
+
+/** True when the bytes [from, to) are the characters of `id`. */
+function spells(bytes: Uint8Array, from: number, to: number, id: string): boolean {
+  if (to - from !== id.length) return false;
+  for (let i = from; i < to; i++) if (bytes[i] !== id.charCodeAt(i - from)) return false;
+  return true;
+}
+
 /** Longest string (id or value) the fast path reads itself; longer ones go the ordinary way. */
 const MAX_FAST_STRING = 255;
 
-// The reader's state: the frame, a DataView over it, the position. One frame at a time, synchronously.
+// The reader's state: the frame, a DataView over it, the position, the session's known ids. One frame at a time, synchronously.
+let frameIds: KnownIds | null = null;
 let src: Uint8Array = new Uint8Array(0);
 let view = new DataView(src.buffer);
 let pos = 0;
@@ -180,10 +254,11 @@ let end = 0;
 /**
  * Reads a frame that is a map holding `agents` as rows of exactly `width` values after the id, ids
  * integers or ASCII strings, values nil, booleans, numbers, short ASCII strings or arrays of at most
- * MAX_VECTOR numbers. Returns undefined for anything else (the caller decodes the ordinary way).
+ * MAX_VECTOR numbers. Returns undefined for anything else (the caller decodes the ordinary way). `ids`: the
+ * session's string ids, which `results` entries then name without a string built (KnownIds).
  */
-export function readSnapshotRows(bytes: Uint8Array, width: number, inFrame = false): FastSnapshot | undefined {
-  return reading(bytes, () => readFrame(width, inFrame));
+export function readSnapshotRows(bytes: Uint8Array, width: number, inFrame = false, ids: KnownIds | null = null): FastSnapshot | undefined {
+  return reading(bytes, () => readFrame(width, inFrame), ids);
 }
 
 const EMPTY = new Uint8Array(0);
@@ -192,7 +267,8 @@ const EMPTY_VIEW = new DataView(EMPTY.buffer);
 const REFUSED = Symbol('refused');
 
 /** Runs `read` over `bytes` as the reader's frame; undefined if it throws (a small field the ordinary decoder refused: it will say why). */
-function reading<T>(bytes: Uint8Array, read: () => T | undefined): T | undefined {
+function reading<T>(bytes: Uint8Array, read: () => T | undefined, ids: KnownIds | null = null): T | undefined {
+  frameIds = ids;
   src = bytes;
   view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   pos = 0;
@@ -202,6 +278,7 @@ function reading<T>(bytes: Uint8Array, read: () => T | undefined): T | undefined
   } catch {
     return undefined;
   } finally {
+    frameIds = null;
     src = EMPTY;
     view = EMPTY_VIEW;
   }
@@ -258,7 +335,8 @@ function readResults(): ResultColumns | undefined {
       id = first;
       pos++;
     } else {
-      id = readId();
+      id = frameIds === null ? undefined : knownId(frameIds);
+      if (id === undefined) id = readId();
       if (id === undefined) return undefined;
     }
     const seq = src[pos]! <= 0x7f ? src[pos++]! : readNumber();
@@ -270,6 +348,20 @@ function readResults(): ResultColumns | undefined {
     ok[i] = status;
   }
   return new ResultColumns(ids, seqs, ok);
+}
+
+/** The known id (KnownIds) a fixstr or str8 at `pos` spells, `pos` past it; else undefined, `pos` unmoved. */
+function knownId(ids: KnownIds): string | undefined {
+  const b = src[pos]!;
+  let at = pos + 1;
+  let n: number;
+  if (b >= 0xa0 && b <= 0xbf) n = b & 0x1f;
+  else if (b === 0xd9 && at < end) n = src[at++]!;
+  else return undefined;
+  if (at + n > end) return undefined;
+  const id = ids.find(src, at, at + n);
+  if (id !== undefined) pos = at + n;
+  return id;
 }
 
 /** A fixstr "success" (1) or "failure" (0) at `pos`, compared as bytes; -1 for anything else (the ordinary path reads it). */
@@ -589,8 +681,8 @@ export interface UnreadSnapshot {
  * own the agents). Undefined when `agents` is not the frame's last field or anything before it is not as the fast
  * path wants it: the caller then reads the frame the ordinary way (readSnapshotRows, or the decoder).
  */
-export function readSnapshotHead(bytes: Uint8Array, width: number): UnreadSnapshot | undefined {
-  return reading(bytes, () => readHead(width));
+export function readSnapshotHead(bytes: Uint8Array, width: number, ids: KnownIds | null = null): UnreadSnapshot | undefined {
+  return reading(bytes, () => readHead(width), ids);
 }
 
 function readHead(width: number): UnreadSnapshot | undefined {

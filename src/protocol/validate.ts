@@ -4,7 +4,7 @@
 import { ErrorCode, Msg, quote } from './codes.js';
 import { DecodeError, decode } from './codec.js';
 import { LIMITS, PROTOCOL_VERSION } from './limits.js';
-import { ResultColumns, readSnapshotHead, readSnapshotRows, type ResultList } from './rows.js';
+import { ResultColumns, readSnapshotHead, readSnapshotRows, type KnownIds, type ResultList } from './rows.js';
 import {
   agentIdFromKey,
   type ActionResult,
@@ -39,6 +39,8 @@ export interface ParseOptions {
    * and for any frame the fast path declines, rows come as arrays. Errors are the same either way.
    */
   readonly packRows?: boolean;
+  /** The session's string ids: a snapshot's results read by the fast path name them without a string built each. */
+  readonly knownIds?: KnownIds;
 }
 
 /**
@@ -100,7 +102,7 @@ export function parseClientFrame(bytes: Uint8Array, maxFrameBytes: number, optio
   // Refuse a non-map before decoding what may be megabytes of something else.
   if (bytes.length > 0 && !isMapHeader(bytes[0]!)) return fail(ErrorCode.E_PROTOCOL, Msg.notAMap());
   if (options?.packRows === true && options.fieldCount !== undefined && options.fieldCount > 0) {
-    const fast = readSnapshotRows(bytes, options.fieldCount, true);
+    const fast = readSnapshotRows(bytes, options.fieldCount, true, options.knownIds ?? null);
     if (fast !== undefined) {
       const parsed = parseClientMessage(fast.fields, options);
       if (parsed.ok && parsed.msg.t === 'snapshot') return { ...parsed, msg: { ...parsed.msg, agents: fast.rows } };
@@ -136,7 +138,7 @@ export interface UnreadRows {
 export function parseSnapshotHead(bytes: Uint8Array, maxFrameBytes: number, options: ParseOptions): UnreadRows | undefined {
   const width = options.fieldCount ?? 0;
   if (options.packRows !== true || width <= 0 || bytes.length > maxFrameBytes || bytes.length === 0 || !isMapHeader(bytes[0]!)) return undefined;
-  const head = readSnapshotHead(bytes, width);
+  const head = readSnapshotHead(bytes, width, options.knownIds ?? null);
   if (head === undefined) return undefined;
   const parsed = parseClientMessage(head.fields, options);
   if (!parsed.ok || parsed.msg.t !== 'snapshot') return undefined;

@@ -348,7 +348,8 @@ class Connection implements LiveConnection, SessionOutput {
   }
 
   private parseOptions(session: Session): ParseOptions {
-    return { fieldCount: session.fields?.length ?? 0, mode: session.mode, packRows: true };
+    const knownIds = this.ctx.pool.knownIds(session.id);
+    return knownIds === null ? { fieldCount: session.fields?.length ?? 0, mode: session.mode, packRows: true } : { fieldCount: session.fields?.length ?? 0, mode: session.mode, packRows: true, knownIds };
   }
 
   /**

@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { LIMITS, ResultColumns, checkFrameRows, encode, isPackedRows, parseClientFrame, readSnapshotHead, readSnapshotRows, resultTuples, unpackRows, type AgentId, type ParseResult } from '../../src/protocol/index.js';
+import { IdIndex, LIMITS, ResultColumns, checkFrameRows, encode, isPackedRows, parseClientFrame, readSnapshotHead, readSnapshotRows, resultTuples, unpackRows, type AgentId, type ParseResult } from '../../src/protocol/index.js';
 import { RowWriter } from '../../src/client/index.js';
 
 const MAX = LIMITS.defaultMaxFrameBytes;
@@ -368,5 +368,43 @@ describe('snapshot rows fast path', () => {
     const raw = Buffer.concat([latin.subarray(0, at - 1), Buffer.from([0xa2, 0x61, 0xe9]), latin.subarray(at + 3)]);
     expect(check(raw, null)).toEqual({ ok: false, ids: [] });
     expect(check(raw, ['a\u00e9'])).toEqual({ ok: false, ids: [] });
+  });
+  test('results: string ids the session knows (IdIndex) are found from the bytes; the same message either way', () => {
+    // A reference FNV-1a, to find ids that share a hash (the index must tell them apart).
+    const hash = (text: string): number => {
+      let h = 0x811c9dc5 | 0;
+      for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+      return h & 0x3fffffff;
+    };
+    // Pairs found by a search over random 10-character ids: each pair shares its hash.
+    const shared = ['sysfxfycwl', '4th-hikf3f', 's8z5itg643', 'rjk9asn3ou', 'nrm5q802x8', 'g261h860en'];
+    for (let k = 0; k < shared.length; k += 2) expect(hash(shared[k]!)).toBe(hash(shared[k + 1]!));
+    const ids = [...shared, ...Array.from({ length: 20_000 }, (_, i) => `npc-${i}`)];
+    const index = new IdIndex();
+    for (const agent of ids) index.add(agent);
+    index.add('ünï'); // not ASCII: never found from bytes (readId would not read them)
+    const find = (agent: string): string | undefined => {
+      const bytes = Buffer.from(agent, 'latin1');
+      return index.find(bytes, 0, bytes.length);
+    };
+    for (const agent of [...shared, 'npc-0', 'npc-19999']) expect(find(agent)).toBe(agent);
+    expect(find('npc-20000')).toBeUndefined();
+    expect(find('ünï')).toBeUndefined();
+    for (const agent of shared.filter((_, k) => k % 2 === 0)) index.delete(agent);
+    for (const [k, agent] of shared.entries()) expect(find(agent)).toBe(k % 2 === 0 ? undefined : agent);
+
+    const rows = new RowWriter(['a']);
+    add(rows, 'npc-1', 2);
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.oneof(fc.constantFrom(...shared, 'npc-7', 'npc-70000', 'nobody', 'ünï'), fc.nat()), fc.integer({ min: 1, max: 1000 }), fc.constantFrom('success', 'failure')), { maxLength: 8 }), (results) => {
+        const bytes = encode({ t: 'snapshot', tick: 1, time: 0, results, agents: rows.rows() });
+        const withIds = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true, knownIds: index });
+        const without = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true });
+        const list = (r: ParseResult): unknown => (r.ok && r.msg.t === 'snapshot' && r.msg.results !== undefined ? resultTuples(r.msg.results) : r);
+        expect(list(withIds)).toEqual(list(without));
+        expect(list(without)).toEqual(list(parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep' })));
+      }),
+      { numRuns: 300 },
+    );
   });
 });

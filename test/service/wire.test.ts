@@ -261,6 +261,22 @@ describe('lockstep', () => {
     await client.close();
   });
 
+  test('string ids: results beside rows find their agents by the bytes (the session keeps the ids); a despawned id is unknown', async () => {
+    const client = await lockstep({ fields: ['x', 'hp'] });
+    await client.request({ t: 'spawn', agents: [{ id: 'orc-1', tree: 'walker' }, { id: 'orc-2', tree: 'walker' }] }, 'spawned');
+    const rows = [['orc-1', 0, 100], ['orc-2', 0, 100]];
+    expect(await client.step({ tick: 1, time: 0, agents: rows })).toMatchObject({ actions: [['orc-1', 1, 'walk', { speed: 1 }], ['orc-2', 1, 'walk', { speed: 1 }]] });
+    expect(await client.step({ tick: 2, time: 0.1, agents: rows, results: [['orc-2', 1, 'failure']] })).toEqual({ t: 'decisions', tick: 2, basedOn: 2, done: [['orc-2', 'failure']] });
+    await client.request({ t: 'despawn', ids: ['orc-1'] }, 'despawned');
+    expect(await client.step({ tick: 3, time: 0.2, id: 9, agents: [['orc-2', 0, 100]], results: [['orc-1', 1, 'success']] })).toMatchObject({ tick: 3 });
+    expect(client.frames).toContainEqual(expect.objectContaining({ t: 'error', code: 'E_UNKNOWN_AGENT', re: 9, agent: 'orc-1' }));
+    // Spawned again under the same id: known again.
+    await client.request({ t: 'spawn', agents: [{ id: 'orc-1', tree: 'walker' }] }, 'spawned');
+    expect(await client.step({ tick: 4, time: 0.3, agents: rows })).toMatchObject({ actions: [['orc-1', 1, 'walk', { speed: 1 }]] });
+    expect(await client.step({ tick: 5, time: 0.4, agents: rows, results: [['orc-1', 1, 'success']] })).toMatchObject({ done: [['orc-1', 'success']] });
+    await client.close();
+  });
+
   test('rows without declared fields → E_BAD_FIELD; a bad row is refused alone', async () => {
     const plain = await lockstep();
     expect(await plain.request({ t: 'snapshot', tick: 1, time: 0, agents: [[1, 2]] }, 'error')).toMatchObject({ code: 'E_BAD_FIELD' });

@@ -12,7 +12,7 @@ import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type StageOrder, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
-import { Msg, ResultColumns, isAgentId, isPackedRows, stagedAsFrameRows, type PackedRows, type ResultList, type StagedRows } from '../../protocol/index.js';
+import { IdIndex, Msg, ResultColumns, isAgentId, isPackedRows, stagedAsFrameRows, type KnownIds, type PackedRows, type ResultList, type StagedRows } from '../../protocol/index.js';
 import { LodTable, badEvery } from './lod.js';
 import { MISS, RowMemo } from './row-memo.js';
 
@@ -39,6 +39,8 @@ class RouterSession {
   readonly routes = new Map<AgentId, number>();
   /** The spawns' own reload policies (few agents name one). */
   readonly reloads = new Map<AgentId, ReloadPolicy>();
+  /** The string ids of `routes`, found from a frame's bytes: results name them without a new string each (rows.ts). */
+  readonly ids = new IdIndex();
   /**
    * A cache of `routes` for small non-negative integer ids (the common case), packed `host << 24 | slot`,
    * -1 when not cached: the rows hot path reads 4 contiguous bytes instead of a Map entry and a Route object.
@@ -99,6 +101,7 @@ class RouterSession {
   addRoute(id: AgentId, host: number, slot: number, tree: CompiledTree, label: string, reload: ReloadPolicy | undefined): void {
     this.version++;
     this.routes.set(id, (host << 24) | slot);
+    if (typeof id === 'string') this.ids.add(id);
     const shard = this.shards[host]!;
     shard.trees[slot] = tree;
     shard.labels[slot] = label;
@@ -143,6 +146,7 @@ class RouterSession {
     this.version++;
     this.rowMemo.clear();
     this.routes.delete(id);
+    if (typeof id === 'string') this.ids.delete(id);
     if (this.reloads.size > 0) this.reloads.delete(id);
     if (typeof id === 'number' && id >= 0 && id < this.fast.length && this.fast[id]! >= 0) {
       this.fast[id] = -1;
@@ -836,6 +840,10 @@ export abstract class PoolRouter implements AgentPool {
     }
     this.load[host] = 0;
     return lost;
+  }
+
+  knownIds(session: string): KnownIds | null {
+    return this.sessions.get(session)?.ids ?? null;
   }
 
   private session(name: string): RouterSession {

@@ -2,7 +2,7 @@
 // (one Decisions per session tick). Both pools, inline and worker threads, implement AgentPool.
 
 import type { AgentFrame, AgentId, AgentInspection, WatchedFrame, WhyReport } from '../../bt/index.js';
-import type { ActionDecision, CancelDecision, DoneDecision, EncodedTuples, PackedRows, ResultList, StagedRows } from '../../protocol/index.js';
+import type { ActionDecision, CancelDecision, DoneDecision, EncodedTuples, KnownIds, PackedRows, ResultList, StagedRows } from '../../protocol/index.js';
 import type { TreeLibrary } from '../../bt/library.js';
 
 /** One agent to create (the protocol's `spawn` entry). `bb` holds declared keys only. */
@@ -242,6 +242,8 @@ export interface AgentPool {
    * ordinary way then. Null at once where the pool reads rows itself (the inline pool; a worker of the session down).
    */
   stageRows(session: string, bytes: Uint8Array, start: number, count: number, width: number): Promise<StagedRows | null> | null;
+  /** The session's string ids, for the protocol's fast path to find from a frame's bytes (null: no such session). */
+  knownIds(session: string): KnownIds | null;
   /** Replaces the session's shared world state (sent to workers with the next tick). */
   setWorld(session: string, world: unknown): void;
   /**
