@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentId } from '../../src/bt/index.js';
-import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
+import { crashWorkerForTests, createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
 import { LIMITS, encode, parseClientFrame, parseSnapshotHead, unpackRows, type ParseOptions, type ParseResult, type SnapshotMessage } from '../../src/protocol/index.js';
 
 const FIELDS = ['hp', 'enemy', 'dist', 'name'] as const;
@@ -169,6 +169,40 @@ describe('rows the main thread never reads', () => {
     expect(b).toBe(a);
   });
 
+  it('sparse and string ids: one worker finds every worker\'s rows, and learns the agents that come and go in between', async () => {
+    // The stage orders the pool sends to its workers, counted.
+    const spied = workers as unknown as { request: (host: number, msg: { t: string }, transfer: unknown[]) => Promise<unknown> };
+    const request = spied.request.bind(spied);
+    let stages = 0;
+    spied.request = (host, msg, transfer) => ((stages += msg.t === 'stage' ? 1 : 0), request(host, msg, transfer));
+    for (const style of ['sparse', 'string'] as const) {
+      const idOf = (i: number): AgentId => (style === 'sparse' ? 1_000_000 * i + i : `npc-${i}`);
+      const s = open(Array.from({ length: 40 }, (_, i) => idOf(i)));
+      for (let n = 1; n <= 8; n++) {
+        // After a crash the replacement worker knows no other worker's routes: whichever checks the frames is told them again.
+        if (n >= 7) await crashWorkerForTests(workers, n - 7);
+        // Agents go and come (on both workers) between frames; the frame lists the ones gone too.
+        const gone = n > 1 && n < 7 ? [idOf(n), idOf(n + 10), idOf(n + 20)] : [];
+        const born = n > 1 && n < 7 ? [{ id: idOf(100 + n), tree: 'guard', seed: n }, { id: idOf(200 + n), tree: 'guard', seed: n }] : [];
+        const churned = [inline, workers].flatMap((pool) => [...pool.despawn(s, gone).errors, ...pool.spawn(s, born).errors]);
+        expect(churned).toEqual([]);
+        const ids = [...Array.from({ length: 40 }, (_, i) => idOf(i)), ...Array.from({ length: Math.min(n, 6) }, (_, k) => [idOf(101 + k), idOf(201 + k)]).flat()];
+        const bytes = encode({ t: 'snapshot', tick: n, time: n * DT, agents: ids.map((id, k) => row(id, k + n)) });
+        const old = parseClientFrame(bytes, MAX, OPTIONS);
+        const unread = parseSnapshotHead(bytes, MAX, OPTIONS)!;
+        stages = 0;
+        const staged = await workers.stageRows(s, bytes, unread.start, unread.count, FIELDS.length);
+        // One worker answered for both (its reply lists rows of each), and it knew exactly who is gone.
+        expect(stages).toBe(1);
+        expect(staged?.kept.map((p) => p.host).toSorted()).toEqual([0, 1]);
+        expect(apply(workers, s, { ...unread.parsed, msg: { ...unread.parsed.msg, agents: staged! } })).toEqual(apply(inline, s, old));
+        const [a, b] = await tickBoth(s, n);
+        expect(b).toBe(a);
+      }
+    }
+    delete (spied as { request?: unknown }).request;
+  });
+
   it('the inline pool reads rows itself (stageRows declines), so it decides as it always did', () => {
     const s = open([1]);
     const bytes = encode({ t: 'snapshot', tick: 1, time: DT, agents: [row(1, 1)] });
@@ -204,6 +238,8 @@ describe('rows the main thread never reads', () => {
     rows: fc.array(rowOf, { maxLength: 30 }),
     full: fc.boolean(),
     corrupt: fc.oneof({ weight: 8, arbitrary: fc.constant(-1) }, fc.nat()),
+    // Agents that come and go before the frame (spawn: true): the routes a worker checking for all of them must learn.
+    churn: fc.oneof({ weight: 3, arbitrary: fc.constant([]) }, fc.array(fc.tuple(fc.boolean(), idOf), { maxLength: 5 })),
   });
 
   it('property: any frames, any ids: the same parse, counts and decisions as the inline pool', async () => {
@@ -214,6 +250,10 @@ describe('rows the main thread never reads', () => {
         const ids: AgentId[] = Array.from({ length: 30 }, (_, i) => (style === 0 ? i : style === 1 ? 1_000_000 * i + i : `a-${i}`));
         const s = open(ids);
         for (const [n, f] of frames.entries()) {
+          for (const [k, [spawn, id]] of f.churn.entries()) {
+            const [a, b] = [inline, workers].map((pool) => (spawn ? pool.spawn(s, [{ id, tree: 'guard', seed: 100 + k }]) : pool.despawn(s, [id])));
+            expect(b).toEqual(a);
+          }
           const bytes = Buffer.from(encode({ t: 'snapshot', tick: n + 1, time: (n + 1) * DT, ...(f.full ? { full: true } : {}), agents: f.rows }));
           if (f.corrupt >= 0 && bytes.length > 20) bytes[20 + (f.corrupt % (bytes.length - 20))] = 0xc1;
           const old = parseClientFrame(bytes, MAX, OPTIONS);

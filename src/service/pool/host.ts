@@ -56,10 +56,17 @@ class HostSession {
   private size = 0;
   /** The slot row i found (-1: not an agent here) for ids that miss `dense` (row-memo.ts). Forgets on any add or remove. */
   private readonly rowMemo = new RowMemo();
+  /**
+   * When this host checks the session's frames alone (StageOrder `scan`): the routes of its agents on other hosts
+   * (RoutesOrder), and what row i found last time among all of them (packed `host << 24 | slot`, -1: unknown).
+   */
+  others: Map<AgentId, number> | null = null;
+  private readonly scanMemo = new RowMemo();
 
   addId(id: AgentId, slot: number): void {
     this.size++;
     this.rowMemo.clear();
+    this.scanMemo.clear();
     // An integer id below dense.length is always in `dense`, never in `named` (a -1 there means: not here).
     if (typeof id === 'number' && id >= 0 && Number.isInteger(id) && (id < this.dense.length || id < 2 * (this.size + 512))) {
       if (id >= this.dense.length) this.growDense(id);
@@ -86,13 +93,37 @@ class HostSession {
   removeId(id: AgentId): void {
     this.size--;
     this.rowMemo.clear();
+    this.scanMemo.clear();
     if (typeof id === 'number' && id >= 0 && Number.isInteger(id) && id < this.dense.length) this.dense[id] = -1;
     else this.named.delete(id);
   }
 
-  /** The id each row of the session's frames named when last looked up (row-memo.ts). */
-  knownRows(): readonly AgentId[] {
-    return this.rowMemo.known();
+  /** The id each row of the session's frames named when last looked up (row-memo.ts); `scan`: among every host's agents. */
+  knownRows(scan: boolean): readonly AgentId[] {
+    return scan ? this.scanMemo.known() : this.rowMemo.known();
+  }
+
+  /** Applies a RoutesOrder: the other hosts' agents, in the order their routes changed. */
+  applyRoutes(reset: boolean, ids: readonly AgentId[], packed: Int32Array): void {
+    const others = (this.others ??= new Map());
+    if (reset) others.clear();
+    for (let i = 0; i < ids.length; i++) {
+      if (packed[i]! < 0) others.delete(ids[i]!);
+      else others.set(ids[i]!, packed[i]!);
+    }
+    this.scanMemo.clear();
+  }
+
+  /** Where the agent of row `i` lives among every host's (packed `host << 24 | slot`), or -1; `me`: this host. */
+  routeOfRow(i: number, id: AgentId, me: number): number {
+    const memo = this.scanMemo.get(i, id);
+    if (memo !== MISS) return memo;
+    // As slotOfRow: an integer id within `dense` is never in `named`.
+    const dense = typeof id === 'number' ? this.dense[id] : undefined;
+    const slot = dense !== undefined ? dense : (this.named.get(id) ?? -1);
+    const at = slot >= 0 ? (me << 24) | slot : (this.others?.get(id) ?? -1);
+    this.scanMemo.set(i, id, at);
+    return at;
   }
 
   /** The slot of agent `id` here, or -1; `i` is the row's position in its frame (the memo). */
@@ -272,6 +303,9 @@ export class AgentHost {
         return null;
       case 'stage':
         return this.stage(msg);
+      case 'routes':
+        this.sessions.get(msg.session)?.applyRoutes(msg.reset, msg.ids, msg.packed);
+        return null;
       case 'stop':
         this.sessions.get(msg.session)?.stops.set(msg.slot, msg.message);
         return null;
@@ -327,10 +361,17 @@ export class AgentHost {
     const count = msg.count;
     if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
     const s = this.sessions.get(msg.session);
+    // No table of the other hosts' agents (never sent, or this is a replacement): the router reads the frame itself.
+    if (msg.scan !== null && (s === undefined || s.others === null)) return { t: 'staged', req: msg.req, ok: false, parts: [] };
     // The ids the session's rows named last time: string ids spelled the same are those strings, not new ones.
-    const ok = checkFrameRows(msg.frame, msg.start, count, msg.width, stageIds, stageOffsets, msg.all === null && s !== undefined ? s.knownRows() : null);
+    const ok = checkFrameRows(msg.frame, msg.start, count, msg.width, stageIds, stageOffsets, msg.all === null && s !== undefined ? s.knownRows(msg.scan !== null) : null);
     if (ok && msg.all !== null) return stageAll(msg, msg.all.routes, msg.all.hosts);
     if (!ok || s === undefined) return { t: 'staged', req: msg.req, ok, parts: [] };
+    if (msg.scan !== null) {
+      if (stageAt.length < count) stageAt = new Int32Array(Math.max(count, stageAt.length * 2));
+      for (let i = 0; i < count; i++) stageAt[i] = s.routeOfRow(i, stageIds[i]!, msg.host);
+      return { t: 'staged', req: msg.req, ok: true, parts: partsByHost(count, stageAt, stageOffsets, msg.scan.hosts) };
+    }
     const agents = s.agents;
     const ids = stageIds;
     const offsets = stageOffsets;
@@ -695,16 +736,22 @@ function packInParts(req: number, s: HostSession): (until: number) => FromHost |
 function stageAll(msg: StageOrder, routes: Int32Array, hosts: number): StageReply {
   const count = msg.count;
   const ids = stageIds;
-  const offsets = stageOffsets;
-  const counts = new Int32Array(hosts);
   if (stageAt.length < count) stageAt = new Int32Array(Math.max(count, stageAt.length * 2));
   const at = stageAt;
-  // Two passes: where each row goes, then each host's lists sized exactly. Typed arrays and locals in the loops (a
-  // first version kept [host, count, slots, offsets] tuples: generic element loads per row, 40 % of the stage).
   for (let i = 0; i < count; i++) {
     const id = ids[i]!;
-    const packed = typeof id === 'number' ? (routes[id] ?? -1) : -1;
-    at[i] = packed;
+    at[i] = typeof id === 'number' ? (routes[id] ?? -1) : -1;
+  }
+  return { t: 'staged', req: msg.req, ok: true, parts: partsByHost(count, at, stageOffsets, hosts) };
+}
+
+/** Rows by host: row i goes to `at[i]` (packed `host << 24 | slot`, -1: nobody), its values at `offsets[i]`. */
+function partsByHost(count: number, at: Int32Array, offsets: Int32Array, hosts: number): StagedPart[] {
+  const counts = new Int32Array(hosts);
+  // Two passes: how many rows each host gets, then each host's lists sized exactly. Typed arrays and locals in the
+  // loops (a first version kept [host, count, slots, offsets] tuples: generic element loads per row, 40 % of the stage).
+  for (let i = 0; i < count; i++) {
+    const packed = at[i]!;
     if (packed >= 0) counts[packed >>> 24]!++;
   }
   const parts: StagedPart[] = [];
@@ -723,7 +770,7 @@ function stageAll(msg: StageOrder, routes: Int32Array, hosts: number): StageRepl
     }
     parts.push({ host: h, count: n, slots, offsets: kept });
   }
-  return { t: 'staged', req: msg.req, ok: true, parts };
+  return parts;
 }
 
 /** A stage's ids and offsets of every row, and where each row goes (stageAll), reused from frame to frame. */

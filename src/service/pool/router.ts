@@ -58,6 +58,14 @@ class RouterSession {
   version = 0;
   /** Which worker checks the session's next frame alone (`stageRows`, dense ids): they take turns. */
   nextScanner = 0;
+  /**
+   * The worker that checks the session's frames alone when its ids are not all dense (-1: none yet, or it was
+   * replaced): it holds the routes of the agents on the other workers, kept up to date by RoutesOrders. The route
+   * changes since the last one sent: `scanIds[k]` moved to `scanPacked[k]` (-1: it went).
+   */
+  scanner = -1;
+  scanIds: AgentId[] = [];
+  scanPacked: number[] = [];
   shards: SessionShard[];
   world: unknown = null;
   worldVersion = 0;
@@ -102,6 +110,7 @@ class RouterSession {
     this.version++;
     this.routes.set(id, (host << 24) | slot);
     if (typeof id === 'string') this.ids.add(id);
+    if (this.scanner >= 0 && host !== this.scanner) this.scanChanged(id, (host << 24) | slot);
     const shard = this.shards[host]!;
     shard.trees[slot] = tree;
     shard.labels[slot] = label;
@@ -142,9 +151,30 @@ class RouterSession {
     return at;
   }
 
+  /** A route the scanner must hear of; past as many changes as routes, it is sent the whole table instead. */
+  private scanChanged(id: AgentId, packed: number): void {
+    if (this.scanIds.length > this.routes.size + 1024) {
+      this.forgetScanner();
+      return;
+    }
+    this.scanIds.push(id);
+    this.scanPacked.push(packed);
+  }
+
+  /** No worker scans the session alone until `stageRows` picks one again (and sends it the whole table). */
+  forgetScanner(): void {
+    this.scanner = -1;
+    this.scanIds = [];
+    this.scanPacked = [];
+  }
+
   removeRoute(id: AgentId): void {
     this.version++;
     this.rowMemo.clear();
+    if (this.scanner >= 0) {
+      const at = this.routes.get(id);
+      if (at !== undefined && at >>> 24 !== this.scanner) this.scanChanged(id, -1);
+    }
     this.routes.delete(id);
     if (typeof id === 'string') this.ids.delete(id);
     if (this.reloads.size > 0) this.reloads.delete(id);
@@ -198,6 +228,8 @@ export abstract class PoolRouter implements AgentPool {
   onLog: ((event: PoolLogEvent) => void) | null = null;
   private readonly sessions = new Map<string, RouterSession>();
   private nextReq = 1;
+  /** The worker the next session staged with sparse or string ids checks its frames on (they take turns). */
+  private nextSessionScanner = 0;
 
   protected constructor(trees: TreeLookup, hostCount: number, logger: PoolLogger | undefined) {
     this.trees = trees;
@@ -568,11 +600,18 @@ export abstract class PoolRouter implements AgentPool {
     const frame = this.shareFrame(bytes);
     const version = s.version;
     // Where every id routed is a small integer in `fast` (shared memory), one worker checks the rows and finds every
-    // worker's, in turn, instead of each worker scanning every row.
+    // worker's, in turn, instead of each worker scanning every row. Other ids (sparse, strings): one worker per
+    // session, which holds the other workers' routes (RoutesOrder), sent the changes right before the order.
     const routes = hosts.length > 1 && s.denseRoutes === s.routes.size ? s.fast : null;
-    const asked = routes === null ? hosts : [hosts[s.nextScanner++ % hosts.length]!];
+    let asked = hosts;
+    let scan: StageOrder['scan'] = null;
+    if (routes !== null) asked = [hosts[s.nextScanner++ % hosts.length]!];
+    else if (hosts.length > 1) {
+      asked = [this.scannerOf(s, hosts)];
+      scan = { hosts: this.hostCount };
+    }
     const replies = asked.map((host) => {
-      const order: StageOrder = { t: 'stage', req: this.nextReq++, session, frame, start, count, width, host, all: routes === null ? null : { routes, hosts: this.hostCount } };
+      const order: StageOrder = { t: 'stage', req: this.nextReq++, session, frame, start, count, width, host, all: routes === null ? null : { routes, hosts: this.hostCount }, scan };
       return this.request(host, order, []);
     });
     return Promise.all(replies).then(
@@ -590,6 +629,37 @@ export abstract class PoolRouter implements AgentPool {
       },
       () => null,
     );
+  }
+
+  /**
+   * The worker that checks session `s`'s frames alone (one of `hosts`, which hold its agents), its table of the
+   * other workers' routes brought up to date: the whole table when it is new to the job, else the changes since.
+   * Sessions are spread over the workers as they are first staged.
+   */
+  private scannerOf(s: RouterSession, hosts: readonly number[]): number {
+    if (s.scanner < 0 || !hosts.includes(s.scanner)) {
+      const scanner = hosts[this.nextSessionScanner++ % hosts.length]!;
+      s.forgetScanner();
+      s.scanner = scanner;
+      const ids: AgentId[] = [];
+      const packed: number[] = [];
+      for (const [id, at] of s.routes) {
+        if (at >>> 24 === scanner) continue;
+        ids.push(id);
+        packed.push(at);
+      }
+      this.post(scanner, { t: 'routes', session: s.name, reset: true, ids, packed: Int32Array.from(packed) }, []);
+    } else if (s.scanIds.length > 0) {
+      this.post(s.scanner, { t: 'routes', session: s.name, reset: false, ids: s.scanIds, packed: Int32Array.from(s.scanPacked) }, []);
+      s.scanIds = [];
+      s.scanPacked = [];
+    }
+    return s.scanner;
+  }
+
+  /** Worker `host` was replaced (its state is gone): sessions it scanned alone pick a worker again, and send it everything. */
+  protected forgetScans(host: number): void {
+    for (const s of this.sessions.values()) if (s.scanner === host) s.forgetScanner();
   }
 
   setWorld(session: string, world: unknown): void {
@@ -827,6 +897,7 @@ export abstract class PoolRouter implements AgentPool {
    * The host's shards start over (a replacement host knows nothing).
    */
   protected loseHost(host: number): number {
+    this.forgetScans(host);
     let lost = 0;
     for (const s of this.sessions.values()) {
       for (const [id, at] of s.routes) {

@@ -88,7 +88,23 @@ export type ToHost =
   | CheckpointOrder
   | RestoreOrder
   | StageOrder
+  | RoutesOrder
   | { t: 'stop'; session: string; slot: number; message: string };
+
+/**
+ * The routes of the session's agents on other hosts, for the host that checks the session's frames alone when its
+ * ids are not all small integers (StageOrder `scan`): `ids[i]` lives at `packed[i]` (`host << 24 | slot`; -1: it
+ * went), in the order the routes changed; `reset`: these are all of them. Posted right before that host's next stage
+ * order, so it stages against the routes the router has then. Not logged for crash recovery: a replaced host gets
+ * the whole table again (the router forgets which host scans).
+ */
+export interface RoutesOrder {
+  t: 'routes';
+  session: string;
+  reset: boolean;
+  ids: AgentId[];
+  packed: Int32Array;
+}
 
 /**
  * Rows the main thread did not read (docs/capacity.md): check all `count` rows of the shared `frame` from byte
@@ -110,6 +126,11 @@ export interface StageOrder {
    * the router's), and this host finds the rows of every host (`hosts` of them), not only its own.
    */
   all: { routes: Int32Array; hosts: number } | null;
+  /**
+   * Not null: the session's ids are not all in a shared table, and this host finds the rows of every host (`hosts`
+   * of them) from its own agents and the routes of the others (RoutesOrder). Null with `all`: its own rows only.
+   */
+  scan: { hosts: number } | null;
 }
 
 /** The rows of one host's agents in a staged frame: `count` (slot, offset) pairs. */

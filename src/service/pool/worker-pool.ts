@@ -374,6 +374,8 @@ export class WorkerPool extends PoolRouter {
     t.pending.clear();
     void t.worker.terminate();
     const { orders, agents, ticks: replayed } = journal.replay(i);
+    // The replacement knows no other worker's routes (they are not logged): sessions it scanned alone are re-sent them.
+    this.forgetScans(i);
     this.options.onRecovery?.();
     this.logger?.error({ err, worker: i, agents, ticks: replayed, attempt }, 'agent pool: worker crashed; restoring its agents on a replacement from their checkpoint and the orders since');
     this.eluWindows.reset(i);
