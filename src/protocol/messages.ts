@@ -2,7 +2,8 @@
 // The wire form is the same MessagePack map; docs/protocol.md shows each one in JSON notation.
 
 import type { ErrorCode } from './codes.js';
-import type { PackedRows, ResultList } from './rows.js';
+import type { PackedRows } from './rows.js';
+import type { ResultList } from './results.js';
 
 /** An agent id: a safe integer, or a non-empty string of at most 128 characters. Unique in a session. */
 export type AgentId = number | string;

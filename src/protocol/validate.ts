@@ -4,7 +4,8 @@
 import { ErrorCode, Msg, quote } from './codes.js';
 import { DecodeError, decode } from './codec.js';
 import { LIMITS, PROTOCOL_VERSION } from './limits.js';
-import { ResultColumns, readSnapshotHead, readSnapshotRows, type KnownIds, type ResultList } from './rows.js';
+import { readSnapshotHead, readSnapshotRows } from './rows.js';
+import { ResultColumns, type KnownIds, type ResultList } from './results.js';
 import {
   agentIdFromKey,
   type ActionResult,
