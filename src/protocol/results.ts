@@ -37,20 +37,22 @@ export function resultTuples(results: ResultList): readonly ActionResult[] {
   return out;
 }
 
-/** The string ids of a session's agents, found from a frame's bytes without a string built first (readResults). */
+/** The ids of a session's agents, found from a frame's bytes without a string built first (readResults, scanRows). */
 export interface KnownIds {
   /** The known id spelled by the bytes [from, to) of `bytes`, or undefined. */
   find(bytes: Uint8Array, from: number, to: number): string | undefined;
+  /** The id each row of the session's last snapshot named, by row (as far as known): a row spelling the same id is it. */
+  rowIds(): readonly AgentId[];
 }
 
 /**
- * KnownIds as the agent pool keeps them per session: string ids by a hash of their characters (FNV-1a, cut to a
+ * KnownIds' `find` as the agent pool keeps it per session: string ids by a hash of their characters (FNV-1a, cut to a
  * small integer so the Map's keys stay unboxed). Only ASCII ids of at most maxAgentIdLength characters, the ones
  * readId reads: bytes that spell one are ASCII, and the id found is the one readId would have built. A result for
  * an agent with a string id then costs no new string, and the routing table finds it by identity (its hash is
  * already computed), where a fresh string was hashed anew for every result of every frame.
  */
-export class IdIndex implements KnownIds {
+export class IdIndex {
   private readonly byHash = new Map<number, string | string[]>();
 
   add(id: string): void {

@@ -472,7 +472,8 @@ function scanRows(width: number): FrameRows | undefined {
   // oxlint-disable-next-line unicorn/no-new-array -- a length, every slot is written below before the array is used
   const ids = new Array<AgentId>(count);
   const offsets = new Int32Array(count);
-  if (!scanRowsAt(count, width, ids, offsets)) return undefined;
+  // The ids the session's rows named last time (KnownIds.rowIds): string ids spelled the same are those strings.
+  if (!scanRowsAt(count, width, ids, offsets, frameIds === null ? null : frameIds.rowIds())) return undefined;
   return { kind: 'frame', count, width, ids, offsets, bytes: src };
 }
 

@@ -398,7 +398,7 @@ describe('snapshot rows fast path', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.oneof(fc.constantFrom(...shared, 'npc-7', 'npc-70000', 'nobody', 'ünï'), fc.nat()), fc.integer({ min: 1, max: 1000 }), fc.constantFrom('success', 'failure')), { maxLength: 8 }), (results) => {
         const bytes = encode({ t: 'snapshot', tick: 1, time: 0, results, agents: rows.rows() });
-        const withIds = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true, knownIds: index });
+        const withIds = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true, knownIds: { find: (b, from, to) => index.find(b, from, to), rowIds: () => [] } });
         const without = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true });
         const list = (r: ParseResult): unknown => (r.ok && r.msg.t === 'snapshot' && r.msg.results !== undefined ? resultTuples(r.msg.results) : r);
         expect(list(withIds)).toEqual(list(without));
@@ -406,5 +406,20 @@ describe('snapshot rows fast path', () => {
       }),
       { numRuns: 300 },
     );
+  });
+  test("rows checked on the main thread with the session's ids of the last frame (KnownIds.rowIds): the same message", () => {
+    const ids: AgentId[] = ['npc-1', 'npc-2', 7, 'npc-3', 'n\u00e9', 'npc-44'];
+    const rows = ids.map((agent, k) => [agent, k * 1.5, k % 2 === 0]);
+    const variants: Array<readonly AgentId[]> = [ids, ids.slice(0, 3), ['npc-1', 'npc-22', 7, 'npc-4', 'n\u00e9', 'npc-44x'], [1, 2, 3], []];
+    for (const good of [true, false]) {
+      const bytes = Buffer.from(encode({ t: 'snapshot', tick: 1, time: 0, agents: good ? rows.filter((r) => r[0] !== 'n\u00e9') : rows }));
+      const plain = parseClientFrame(bytes, MAX, { fieldCount: 2, mode: 'fixed', packRows: true });
+      expect(plain.ok && isPackedRows((plain.msg as { agents?: unknown }).agents)).toBe(good);
+      for (const known of variants) {
+        const hinted = parseClientFrame(bytes, MAX, { fieldCount: 2, mode: 'fixed', packRows: true, knownIds: { find: () => undefined, rowIds: () => known } });
+        const view = (r: ParseResult): unknown => (r.ok && isPackedRows((r.msg as { agents?: unknown }).agents) ? unpackRows((r.msg as unknown as { agents: never }).agents) : r);
+        expect({ known, parsed: view(hinted) }).toEqual({ known, parsed: view(plain) });
+      }
+    }
   });
 });

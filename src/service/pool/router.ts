@@ -27,7 +27,7 @@ interface Route {
 }
 
 /** A session as the router keeps it. */
-class RouterSession {
+class RouterSession implements KnownIds {
   readonly name: string;
   readonly fields: readonly string[] | null;
   readonly maxAgents: number;
@@ -82,6 +82,14 @@ class RouterSession {
     this.fields = fields;
     this.maxAgents = maxAgents;
     this.shards = Array.from({ length: hosts }, () => new SessionShard(fields?.length ?? 0));
+  }
+
+  find(bytes: Uint8Array, from: number, to: number): string | undefined {
+    return this.ids.find(bytes, from, to);
+  }
+
+  rowIds(): readonly AgentId[] {
+    return this.rowMemo.known();
   }
 
   /** Where agent `id` lives, or undefined. Allocates: not for a per-row path (`locate` is). */
@@ -914,7 +922,7 @@ export abstract class PoolRouter implements AgentPool {
   }
 
   knownIds(session: string): KnownIds | null {
-    return this.sessions.get(session)?.ids ?? null;
+    return this.sessions.get(session) ?? null;
   }
 
   private session(name: string): RouterSession {
