@@ -287,36 +287,42 @@ function writeInt(target: Uint8Array, at: number, v: number): number {
   return -1;
 }
 
-/** Most bytes writeCancelTuple and writeDoneTuple write: the array's header, a 5-byte id and a status (8 bytes). */
+/** Most bytes writeCancelTuple and writeDoneTuple write for an integer id: the array's header, a 5-byte id and a status (8 bytes). */
 export const SMALL_TUPLE_BYTES = 14;
 
 /**
- * Writes the `[id, seq]` entry of `decisions.cancels` at `at`, as encodeCancelTuple would, where `id` is an integer
- * within 32 bits (`target` has SMALL_TUPLE_BYTES from `at`); returns where it ends, or -1 where it does not apply
- * (string and wide ids, wide seqs: encodeCancelTuple then). A worker's sink writes most cancels so, without the codec.
+ * Writes the `[id, seq]` entry of `decisions.cancels` at `at`, as encodeCancelTuple would, writing no byte at or past
+ * `limit`, where `id` is an integer within 32 bits or a string of fewer than 64 UTF-16 units and `seq` an integer
+ * within 32 bits; returns where it ends, or -1 where it does not apply (wide ids and seqs, long strings, no room:
+ * encodeCancelTuple then). A worker's sink writes most cancels so, without the codec.
  */
-export function writeCancelTuple(target: Uint8Array, at: number, id: AgentId, seq: number): number {
-  const afterId = writePairHead(target, at, id);
-  return afterId < 0 ? -1 : writeInt(target, afterId, seq);
+export function writeCancelTuple(target: Uint8Array, at: number, limit: number, id: AgentId, seq: number): number {
+  const afterId = writePairHead(target, at, limit, id);
+  return afterId < 0 || afterId + 5 > limit ? -1 : writeInt(target, afterId, seq);
 }
 
 const SUCCESS = Buffer.from(encode('success'));
 const FAILURE = Buffer.from(encode('failure'));
 
 /** Writes the `[id, status]` entry of `decisions.done` at `at`, as writeCancelTuple writes a cancel. */
-export function writeDoneTuple(target: Uint8Array, at: number, id: AgentId, status: 'success' | 'failure'): number {
-  const afterId = writePairHead(target, at, id);
-  if (afterId < 0) return -1;
+export function writeDoneTuple(target: Uint8Array, at: number, limit: number, id: AgentId, status: 'success' | 'failure'): number {
+  const afterId = writePairHead(target, at, limit, id);
+  if (afterId < 0 || afterId + SUCCESS.length > limit) return -1;
   const s = status === 'success' ? SUCCESS : FAILURE;
   for (let i = 0; i < s.length; i++) target[afterId + i] = s[i]!;
   return afterId + s.length;
 }
 
-/** A two-element array's header and its first element, the id; -1 for an id writeInt does not write. */
-function writePairHead(target: Uint8Array, at: number, id: AgentId): number {
-  if (typeof id !== 'number') return -1;
+/** A two-element array's header and its first element, the id; -1 for an id writeInt or writeString does not write. */
+function writePairHead(target: Uint8Array, at: number, limit: number, id: AgentId): number {
+  if (typeof id === 'number') {
+    if (at + 6 > limit) return -1;
+    target[at] = 0x92;
+    return writeInt(target, at + 1, id);
+  }
+  if (at + 1 >= limit) return -1;
   target[at] = 0x92;
-  return writeInt(target, at + 1, id);
+  return writeString(target, at + 1, limit, id);
 }
 
 /**

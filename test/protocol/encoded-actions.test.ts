@@ -12,7 +12,6 @@ import {
   encodeCancelTuple,
   encodeDecisions,
   encodeDoneTuple,
-  SMALL_TUPLE_BYTES,
   writeActionTuple,
   writeCancelTuple,
   writeDoneTuple,
@@ -111,21 +110,44 @@ describe('decision lists encoded where they are made', () => {
     );
   });
 
-  test('cancels and done entries written in place are the bytes the codec writes', () => {
+  test('cancels and done entries written in place are the bytes the codec writes, and never past the room given', () => {
     const int = fc.oneof(fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }), fc.constantFrom(0, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x10000, -0x20, -0x21, -0x80, -0x81, -0x8000, -0x8001, 2 ** 32 - 1, -(2 ** 31)));
+    // String ids around the fixstr/str8 and 64-unit boundaries, non-ASCII and surrogates among them.
+    const named = fc.oneof(fc.stringMatching(/^[a-z0-9-]{1,40}$/), fc.string({ minLength: 1, maxLength: 70 }), fc.constantFrom('a'.repeat(31), 'a'.repeat(32), 'x'.repeat(63), 'x'.repeat(64), 'ü'.repeat(16), '\ud83d\ude00', 'a\udc00'));
+    let inPlace = 0;
     fc.assert(
-      fc.property(fc.oneof(int, id), fc.oneof(int, seq), fc.boolean(), (i, q, ok) => {
-        const target = new Uint8Array(3 + SMALL_TUPLE_BYTES).fill(0xc1);
-        // Written in place exactly where both are integers within 32 bits; -1 (the codec's turn) otherwise.
+      fc.property(fc.oneof(int, id, named), fc.oneof(int, seq), fc.boolean(), fc.nat({ max: 260 }), (i, q, ok, cut) => {
+        // Written in place exactly where the id is an integer within 32 bits or a string under 64 units, and the seq
+        // an integer within 32 bits; -1 (the codec's turn) otherwise, or when the room ends first.
         const fits = (v: unknown) => typeof v === 'number' && Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 32;
-        const cancel = writeCancelTuple(target, 3, i, q);
-        expect(cancel < 0 ? null : Buffer.from(target.subarray(3, cancel))).toEqual(fits(i) && fits(q) ? Buffer.from(encodeCancelTuple(i, q)) : null);
+        const idFits = fits(i) || (typeof i === 'string' && i.length < 64);
         const status = ok ? 'success' : 'failure';
-        const done = writeDoneTuple(target, 3, i, status);
-        expect(done < 0 ? null : Buffer.from(target.subarray(3, done))).toEqual(fits(i) ? Buffer.from(encodeDoneTuple(i, status)) : null);
+        for (const limit of [3 + 256, 3 + cut]) {
+          const target = new Uint8Array(3 + 300).fill(0xc1);
+          const other = new Uint8Array(3 + 300).fill(0xc1);
+          const cancel = writeCancelTuple(target, 3, limit, i, q);
+          const done = writeDoneTuple(other, 3, limit, i, status);
+          const codecCancel = Buffer.from(encodeCancelTuple(i, q));
+          const codecDone = Buffer.from(encodeDoneTuple(i, status));
+          const got = {
+            cancel: cancel < 0 ? null : Buffer.from(target.subarray(3, cancel)),
+            done: done < 0 ? null : Buffer.from(other.subarray(3, done)),
+            untouched: target.subarray(limit).every((b) => b === 0xc1) && other.subarray(limit).every((b) => b === 0xc1),
+          };
+          // With room: in place exactly where it applies. A short room: the same bytes or -1, nothing at or past the limit.
+          const roomy = limit === 3 + 256;
+          const want = {
+            cancel: (roomy ? idFits && fits(q) : cancel >= 0) ? codecCancel : null,
+            done: (roomy ? idFits : done >= 0) ? codecDone : null,
+            untouched: true,
+          };
+          expect(got).toEqual(want);
+          inPlace += roomy && cancel >= 0 ? 1 : 0;
+        }
       }),
       { numRuns: 1000 },
     );
+    expect(inPlace).toBeGreaterThan(300);
   });
   // Strings around the 32-byte fixstr and 64-unit boundaries, non-ASCII, surrogate pairs and lone surrogates.
   const text = fc.oneof(

@@ -157,17 +157,19 @@ export class ColumnSink implements DecisionSink {
     return u;
   }
 
-  // Cancels and done entries of integer ids are written in place; others go through the codec.
+  // Cancels and done entries of integer and short string ids are written in place; others go through the codec.
   cancel(agent: Agent, seq: number): void {
-    const t = room(this.out.cancels, SMALL_TUPLE_BYTES);
-    const end = writeCancelTuple(t.bytes, t.size, agent.id, seq);
+    const id = agent.id;
+    const t = room(this.out.cancels, typeof id === 'number' ? SMALL_TUPLE_BYTES : ACTION_ROOM);
+    const end = writeCancelTuple(t.bytes, t.size, t.bytes.length, id, seq);
     if (end < 0) append(t, this.slot, encodeCancelTuple(agent.id, seq));
     else ended(t, this.slot, end);
   }
 
   finished(agent: Agent, status: 'success' | 'failure'): void {
-    const t = room(this.out.done, SMALL_TUPLE_BYTES);
-    const end = writeDoneTuple(t.bytes, t.size, agent.id, status);
+    const id = agent.id;
+    const t = room(this.out.done, typeof id === 'number' ? SMALL_TUPLE_BYTES : ACTION_ROOM);
+    const end = writeDoneTuple(t.bytes, t.size, t.bytes.length, id, status);
     if (end < 0) append(t, this.slot, encodeDoneTuple(agent.id, status));
     else ended(t, this.slot, end);
   }
