@@ -97,10 +97,11 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
       expect(b.sendLate.steady.count).toBe(b.steady.count);
       expect(b.sendLate.burst.count).toBeGreaterThanOrEqual(b.burst.count);
       expect(b.sendLate.burst.max).toBeGreaterThanOrEqual(0);
-      // The service's part: the same ticks counted from each snapshot's hand-off, never longer than from its schedule.
+      // The service's part: the same ticks counted from each snapshot's hand-off, never longer than from its schedule
+      // but for the pacer's lead (it sends ticks due within the next 0.5 ms) and the histograms' rounding (3 digits).
       expect(b.fromSend.steady.count).toBe(b.steady.count);
       expect(b.fromSend.burst.count).toBe(b.burst.count);
-      expect(b.fromSend.burst.max).toBeLessThanOrEqual(b.burst.max);
+      expect(b.fromSend.burst.max).toBeLessThanOrEqual(b.burst.max * 1.001 + 0.5);
     }
     const [spawn] = report.bursts;
     expect(spawn!.spawnAckMs).toHaveLength(1);
