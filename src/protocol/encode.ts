@@ -313,16 +313,17 @@ export function writeDoneTuple(target: Uint8Array, at: number, limit: number, id
   return afterId + s.length;
 }
 
-/** A two-element array's header and its first element, the id; -1 for an id writeInt or writeString does not write. */
+/** A two-element array's header and its first element, the id; -1 for an id writeId does not write. */
 function writePairHead(target: Uint8Array, at: number, limit: number, id: AgentId): number {
-  if (typeof id === 'number') {
-    if (at + 6 > limit) return -1;
-    target[at] = 0x92;
-    return writeInt(target, at + 1, id);
-  }
-  if (at + 1 >= limit) return -1;
+  if (at >= limit) return -1;
   target[at] = 0x92;
-  return writeString(target, at + 1, limit, id);
+  return writeId(target, at + 1, limit, id);
+}
+
+/** An agent id at `at`: an integer within 32 bits (5 bytes at most) or a string writeString writes; else -1. */
+function writeId(target: Uint8Array, at: number, limit: number, id: AgentId): number {
+  if (typeof id !== 'number') return writeString(target, at, limit, id);
+  return at + 5 > limit ? -1 : writeInt(target, at, id);
 }
 
 /**
@@ -337,7 +338,7 @@ function writePairHead(target: Uint8Array, at: number, limit: number, id: AgentI
 export function writeActionTuple(target: Uint8Array, at: number, limit: number, id: AgentId, seq: number, action: string, args: unknown): number {
   if (at + 11 > limit) return -1;
   target[at] = 0x94;
-  let p = typeof id === 'number' ? writeInt(target, at + 1, id) : writeString(target, at + 1, limit, id);
+  let p = writeId(target, at + 1, limit, id);
   if (p < 0) return -1;
   p = writeInt(target, p, seq);
   if (p < 0) return -1;

@@ -29,6 +29,11 @@ export class ResultColumns {
 /** A snapshot's results: as decoded, or as the fast path read them. */
 export type ResultList = readonly ActionResult[] | ResultColumns;
 
+/** How many results `results` holds, in either form. */
+export function resultCount(results: ResultList): number {
+  return results instanceof ResultColumns ? results.count : results.length;
+}
+
 /** The results as the list the wire carries (for tools and records; the agent pool reads columns as they are). */
 export function resultTuples(results: ResultList): readonly ActionResult[] {
   if (!(results instanceof ResultColumns)) return results;

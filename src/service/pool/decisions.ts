@@ -159,17 +159,15 @@ export class ColumnSink implements DecisionSink {
 
   // Cancels and done entries of integer and short string ids are written in place; others go through the codec.
   cancel(agent: Agent, seq: number): void {
-    const id = agent.id;
-    const t = room(this.out.cancels, typeof id === 'number' ? SMALL_TUPLE_BYTES : ACTION_ROOM);
-    const end = writeCancelTuple(t.bytes, t.size, t.bytes.length, id, seq);
+    const t = room(this.out.cancels, pairRoom(agent.id));
+    const end = writeCancelTuple(t.bytes, t.size, t.bytes.length, agent.id, seq);
     if (end < 0) append(t, this.slot, encodeCancelTuple(agent.id, seq));
     else ended(t, this.slot, end);
   }
 
   finished(agent: Agent, status: 'success' | 'failure'): void {
-    const id = agent.id;
-    const t = room(this.out.done, typeof id === 'number' ? SMALL_TUPLE_BYTES : ACTION_ROOM);
-    const end = writeDoneTuple(t.bytes, t.size, t.bytes.length, id, status);
+    const t = room(this.out.done, pairRoom(agent.id));
+    const end = writeDoneTuple(t.bytes, t.size, t.bytes.length, agent.id, status);
     if (end < 0) append(t, this.slot, encodeDoneTuple(agent.id, status));
     else ended(t, this.slot, end);
   }
@@ -194,6 +192,11 @@ export class ColumnSink implements DecisionSink {
 
 /** Room an action is written in place within (its args are small); larger ones go through the codec. */
 const ACTION_ROOM = 256;
+
+/** Room a cancel or done entry of agent `id` is written in place within: a short string id takes more than a number. */
+function pairRoom(id: AgentId): number {
+  return typeof id === 'number' ? SMALL_TUPLE_BYTES : ACTION_ROOM;
+}
 
 /** Appends `tuple` (copied: a view of the codec's shared output) made by the agent in `slot`. */
 function append(t: TupleColumn, slot: number, tuple: Uint8Array): void {

@@ -118,9 +118,7 @@ class HostSession {
   routeOfRow(i: number, id: AgentId, me: number): number {
     const memo = this.scanMemo.get(i, id);
     if (memo !== MISS) return memo;
-    // As slotOfRow: an integer id within `dense` is never in `named`.
-    const dense = typeof id === 'number' ? this.dense[id] : undefined;
-    const slot = dense !== undefined ? dense : (this.named.get(id) ?? -1);
+    const slot = this.slotOf(id);
     const at = slot >= 0 ? (me << 24) | slot : (this.others?.get(id) ?? -1);
     this.scanMemo.set(i, id, at);
     return at;
@@ -134,9 +132,15 @@ class HostSession {
     }
     const memo = this.rowMemo.get(i, id);
     if (memo !== MISS) return memo;
-    const slot = this.named.get(id) ?? -1;
+    const slot = this.slotOf(id);
     this.rowMemo.set(i, id, slot);
     return slot;
+  }
+
+  /** The slot of agent `id` here, or -1: an integer id within `dense` is there (and never in `named`), any other in `named`. */
+  private slotOf(id: AgentId): number {
+    const dense = typeof id === 'number' ? this.dense[id] : undefined;
+    return dense !== undefined ? dense : (this.named.get(id) ?? -1);
   }
 
   constructor(fields: readonly string[] | null) {

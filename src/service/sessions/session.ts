@@ -7,8 +7,8 @@ import type { Logger } from 'pino';
 import {
   ErrorCode,
   Msg,
-  ResultColumns,
   hasContent,
+  resultCount,
   type ActionResult,
   type AgentId,
   type BlackboardEntry,
@@ -370,7 +370,7 @@ export class Session {
   }
 
   private applyResults(results: ResultList): EntryError[] {
-    if ((results instanceof ResultColumns ? results.count : results.length) === 0) return [];
+    if (resultCount(results) === 0) return [];
     return entryErrors(this.host.pool.results(this.id, results));
   }
 
