@@ -163,6 +163,12 @@ export function machineBusySeconds(): number {
   }
 }
 
+/**
+ * The node flags of the start commands (`npm start`, the Docker image): a floor under the main thread's heap limit
+ * (src/service/heap.ts says why; the service clears it for its workers).
+ */
+export const START_NODE_FLAGS: readonly string[] = ['--initial-old-space-size=128'];
+
 /** Path of the built start command. */
 export function mainScript(): string {
   const main = join(repoRoot(), 'dist', 'src', 'service', 'main.js');
@@ -178,6 +184,7 @@ export async function startService(options: StartOptions): Promise<Target> {
   const host = options.host ?? '127.0.0.1';
   if (!isLoopback(host)) throw new Error(`the generator starts services on loopback only, not ${host}`);
   const args = [
+    ...START_NODE_FLAGS,
     ...(options.nodeArgs ?? []),
     mainScript(),
     '--host', host,

@@ -7,6 +7,13 @@
 // the heap's global limit instead (`--external-memory-accounted-in-global-limit`), it behaves as before. Set on V8 14
 // (Node 26, where it was measured); older V8s, which may not know the flag (Node 20's prints "unrecognized flag"),
 // are left as they are.
+//
+// The start commands (`npm start`, the Docker image) also give the main thread a floor under its heap limit,
+// `node --initial-old-space-size=128` (docs/capacity.md, "Round twelve"): the socket buffers it reads and the
+// buffers the workers hand back are tens of MB a second of external memory, and with V8's limits a few MB above
+// what is live, a major collection followed about every second, its marking on the helper threads ~10 % of the
+// service's CPU. V8 reads that flag once per isolate, when the isolate is created, so it is cleared here, before
+// any worker starts: the workers' heaps (most of the memory of a million agents) keep V8's own limits.
 
 import { setFlagsFromString } from 'node:v8';
 
@@ -15,4 +22,5 @@ const V8_MAJOR = Number(process.versions.v8.split('.')[0]);
 /** Applies the service's V8 flags (process-wide: worker threads started later get them too). */
 export function tuneHeap(): void {
   if (V8_MAJOR >= 14) setFlagsFromString('--external-memory-accounted-in-global-limit');
+  setFlagsFromString('--initial-old-space-size=0');
 }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { START_NODE_FLAGS } from '../../bench/load/service.js';
 import { describeSettings } from '../../src/service/config.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -140,6 +141,14 @@ describe('deploy/kubernetes', () => {
     const annotations = (deployment.spec.template as { metadata: { annotations: Record<string, string> } }).metadata.annotations;
     expect(serviceRoutes).toContain(annotations['prometheus.io/path']);
     expect(Number(annotations['prometheus.io/port'])).toBe(http.containerPort);
+  });
+
+  it('the image, npm start and the load generator start node with the same flags (a floor under the main thread heap)', () => {
+    const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'));
+    expect(JSON.parse(cmd![1]!)).toEqual(['node', ...START_NODE_FLAGS, 'dist/src/service/main.js']);
+    const start = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts.start!;
+    expect(start).toContain(`exec node ${START_NODE_FLAGS.join(' ')} dist/src/service/main.js`);
+    expect(read('docs/configuration.md')).toContain(`node ${START_NODE_FLAGS.join(' ')}`);
   });
 
   it('every CANOPY_* variable is one the service reads, and the API keys come from a Secret', () => {

@@ -67,6 +67,8 @@ export class RecoveryJournal {
   private readonly packLongest: number[] = [];
   /** Per worker: sessions whose log it opened so far (the phase of each new session's checkpoints, `phaseMs`). */
   private readonly opened: number[];
+  /** The buffers of logged copies, reused once a checkpoint covers their order. */
+  private readonly copies = new CopyBuffers();
 
   /**
    * @param frames told of every snapshot frame a logged tick order keeps (hold) and of those a checkpoint lets go
@@ -116,7 +118,7 @@ export class RecoveryJournal {
       case 'tick': {
         const log = logs.get(msg.session);
         if (log === undefined) return false; // the router only ticks a worker it spawned agents on
-        const copy = copyTick(msg);
+        const copy = copyTick(msg, this.copies);
         log.orders.push(copy);
         log.ticks++;
         log.loggedBytes += inputBytes(copy);
@@ -176,6 +178,7 @@ export class RecoveryJournal {
       log.loggedBytes -= inputBytes(o);
       // Covered by the checkpoint: the worker read these frames before it packed it.
       if (this.frames !== null && o.frameRows !== null) for (const f of o.frameRows.frames) this.frames.release(f);
+      releaseTick(o, this.copies);
       // The checkpoint holds the stopped agent: the stop need not be replayed any more.
       if (log.stops.length > 0) log.stops = log.stops.filter((x) => x.req !== o.req);
     }
@@ -263,14 +266,21 @@ export class RecoveryJournal {
 }
 
 /** A tick order as logged: its own copies of the row and result buffers (the sent ones are transferred), no spare columns. */
-function copyTick(o: TickOrder): TickOrder {
+function copyTick(o: TickOrder, copies: CopyBuffers): TickOrder {
   return {
     ...o,
     spare: null,
-    rows: o.rows === null ? null : copyRows(o.rows),
-    frameRows: o.frameRows === null ? null : copyFrameRows(o.frameRows),
-    results: o.results === null ? null : copyResults(o.results),
+    rows: o.rows === null ? null : copyRows(o.rows, copies),
+    frameRows: o.frameRows === null ? null : copyFrameRows(o.frameRows, copies),
+    results: o.results === null ? null : copyResults(o.results, copies),
   };
+}
+
+/** The copies of a logged tick order a checkpoint covered, back to `copies` (nothing reads them any more). */
+function releaseTick(o: TickOrder, copies: CopyBuffers): void {
+  if (o.rows !== null) copies.release(o.rows.slots, o.rows.values, o.rows.tags, o.rows.vectors);
+  if (o.frameRows !== null) copies.release(o.frameRows.slots, o.frameRows.offsets);
+  if (o.results !== null) copies.release(o.results.data);
 }
 
 /** About the bytes of input a logged tick order holds (frames shared with other workers' logs counted in full). */
@@ -286,29 +296,88 @@ function inputBytes(o: TickOrder): number {
 }
 
 /** Rows in frames: two numbers a row copied; the frames themselves by reference (they are never changed). */
-function copyFrameRows(r: FrameBatch): FrameBatch {
+function copyFrameRows(r: FrameBatch, copies: CopyBuffers): FrameBatch {
   const rows = Math.max(r.count, 1);
-  return { count: r.count, slots: r.slots.slice(0, rows), offsets: r.offsets.slice(0, rows), frames: r.frames.slice(), ends: r.ends.slice() };
+  return { count: r.count, slots: copies.int32(r.slots, rows), offsets: copies.int32(r.offsets, rows), frames: r.frames.slice(), ends: r.ends.slice() };
 }
 
-function copyRows(r: RowBatch): RowBatch {
+function copyRows(r: RowBatch, copies: CopyBuffers): RowBatch {
   // At least one row of room: a batch handed back by the replayed tick is reused, and growth doubles its room.
   const rows = Math.max(r.count, 1);
   const n = rows * r.width;
   return {
     count: r.count,
     width: r.width,
-    slots: r.slots.slice(0, rows),
-    values: r.values.slice(0, n),
-    tags: r.tags.slice(0, n),
-    vectors: r.vectors.slice(0, r.vectorsLength),
+    slots: copies.int32(r.slots, rows),
+    values: copies.float64(r.values, n),
+    tags: copies.uint8(r.tags, n),
+    vectors: copies.float64(r.vectors, r.vectorsLength),
     vectorsLength: r.vectorsLength,
     other: r.other.slice(),
   };
 }
 
-function copyResults(r: ResultBatch): ResultBatch {
-  return { count: r.count, data: r.data.slice(0, Math.max(r.count, 1) * 3) };
+function copyResults(r: ResultBatch, copies: CopyBuffers): ResultBatch {
+  return { count: r.count, data: copies.float64(r.data, Math.max(r.count, 1) * 3) };
+}
+
+/** Spare buffers kept at most (bytes): a 2 s log of four sessions of 12,500 rows each holds about 9 MB of copies. */
+const MAX_SPARE_COPY_BYTES = 32 * 1024 * 1024;
+/** Smallest buffer handed out, bytes; sizes are powers of two from there. */
+const MIN_COPY_BYTES = 1024;
+
+/**
+ * The buffers a log copies inputs into, reused. A logged copy lives until a checkpoint covers its order (about 2 s),
+ * long enough to outlive two scavenges: each copy a new ArrayBuffer, the log was the largest source of the main
+ * thread's old garbage (6 of about 15 MB a second at 50,000 agents), which only a major collection frees. A copy
+ * is a view of exactly the length asked for, on a buffer whose size is the next power of two; covered copies come
+ * back (release) and are handed out again. A copy never released (a log dropped or forgotten with its worker) is
+ * left to the garbage collector.
+ */
+class CopyBuffers {
+  private readonly free = new Map<number, ArrayBuffer[]>();
+  private freeBytes = 0;
+  /** Buffers handed out by this pool, so that release() takes back nothing else. */
+  private readonly mine = new WeakSet<ArrayBuffer>();
+
+  int32(src: Int32Array, n: number): Int32Array {
+    const view = new Int32Array(this.take(n * 4), 0, n);
+    view.set(src.subarray(0, n));
+    return view;
+  }
+
+  float64(src: Float64Array, n: number): Float64Array {
+    const view = new Float64Array(this.take(n * 8), 0, n);
+    view.set(src.subarray(0, n));
+    return view;
+  }
+
+  uint8(src: Uint8Array, n: number): Uint8Array {
+    const view = new Uint8Array(this.take(n), 0, n);
+    view.set(src.subarray(0, n));
+    return view;
+  }
+
+  release(...views: ArrayBufferView[]): void {
+    for (const v of views) {
+      const b = v.buffer;
+      if (!(b instanceof ArrayBuffer) || !this.mine.has(b) || this.freeBytes + b.byteLength > MAX_SPARE_COPY_BYTES) continue;
+      this.mine.delete(b);
+      let list = this.free.get(b.byteLength);
+      if (list === undefined) this.free.set(b.byteLength, (list = []));
+      list.push(b);
+      this.freeBytes += b.byteLength;
+    }
+  }
+
+  private take(bytes: number): ArrayBuffer {
+    const size = Math.max(MIN_COPY_BYTES, 2 ** Math.ceil(Math.log2(Math.max(bytes, 1))));
+    let b = this.free.get(size)?.pop();
+    if (b === undefined) b = new ArrayBuffer(size);
+    else this.freeBytes -= size;
+    this.mine.add(b);
+    return b;
+  }
 }
 
 function median(values: readonly number[]): number {
