@@ -370,12 +370,55 @@ function slotOf(c: DecisionColumns, index: Float64Array | null, i: number): numb
 }
 
 /**
+ * spawnOrder for two parts of an indexed list (two workers, the usual pool on two cores), in one pass: the merge
+ * checks as it goes that each part is in spawn order, and gives up (-1) at the first entry that is not, for
+ * spawnOrder's sort. A merge of k parts reads each entry's key k times through the parts array; here once.
+ */
+function mergeTwo(a: DecisionLists, b: DecisionLists, list: number): number {
+  const ca = column(a.columns, list);
+  const cb = column(b.columns, list);
+  const ia = ca.index;
+  const ib = cb.index;
+  const na = ca.n;
+  const nb = cb.n;
+  const oa = a.ordinals;
+  const ob = b.ordinals;
+  const total = na + nb;
+  if (total > order.length) order = new Int32Array(Math.max(total, order.length * 2));
+  let i = 0;
+  let j = 0;
+  let m = 0;
+  let lastA = -Infinity;
+  let lastB = -Infinity;
+  while (i < na || j < nb) {
+    // Slots as small integers: an index read as a double is a slower element access.
+    const ka = i < na ? oa[ia[i * 2]! | 0]! : Infinity;
+    const kb = j < nb ? ob[ib[j * 2]! | 0]! : Infinity;
+    // Ties go to the first part, as in spawnOrder.
+    if (ka <= kb) {
+      if (ka < lastA) return -1;
+      lastA = ka;
+      order[m++] = i++;
+    } else {
+      if (kb < lastB) return -1;
+      lastB = kb;
+      order[m++] = 0x1000000 + j++;
+    }
+  }
+  return total;
+}
+
+/**
  * Fills `order` with the entries of `list` over all parts in spawn order and returns how many there are. Ties (an
  * agent's entries in a part carried from a failed tick and in this tick's) keep part order. Parts in spawn order (the
  * usual case) are merged in one pass without allocating; otherwise every entry is sorted by its key (stable).
  */
 function spawnOrder(parts: readonly DecisionLists[], list: number): number {
   const K = parts.length;
+  if (K === 2 && list !== ERRORS) {
+    const n = mergeTwo(parts[0]!, parts[1]!, list);
+    if (n >= 0) return n;
+  }
   let total = 0;
   let sorted = true;
   for (let k = 0; k < K; k++) {
@@ -405,6 +448,7 @@ function spawnOrder(parts: readonly DecisionLists[], list: number): number {
   }
   for (let m = 0; m < total; m++) {
     // The part whose next entry comes first (k-way, k = parts: a handful); ties go to the earlier part.
+    // (Two parts, the common case of two workers, are merged by mergeTwo.)
     let best = -1;
     let bestKey = 0;
     for (let k = 0; k < K; k++) {

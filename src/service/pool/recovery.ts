@@ -371,7 +371,7 @@ class CopyBuffers {
   }
 
   private take(bytes: number): ArrayBuffer {
-    const size = Math.max(MIN_COPY_BYTES, 2 ** Math.ceil(Math.log2(Math.max(bytes, 1))));
+    const size = bytes <= MIN_COPY_BYTES ? MIN_COPY_BYTES : 2 ** (32 - Math.clz32(bytes - 1));
     let b = this.free.get(size)?.pop();
     if (b === undefined) b = new ArrayBuffer(size);
     else this.freeBytes -= size;
