@@ -359,6 +359,11 @@ function mergeTuples<T>(parts: readonly DecisionLists[], list: number): EncodedT
 
 /** The merge's output, reused: entry m in spawn order is `order[m]`, its part × 2^24 + its index in the part's list. */
 let order = new Int32Array(1024);
+/** Makes room for `total` entries in `order`. */
+function orderRoom(total: number): void {
+  if (total > order.length) order = new Int32Array(Math.max(total, order.length * 2));
+}
+
 /** Per part: the list's index (slot, end per entry; null for errors), how many entries, where the merge is. Reused. */
 const listIndex: Array<Float64Array | null> = [];
 const listCounts: number[] = [];
@@ -384,7 +389,7 @@ function mergeTwo(a: DecisionLists, b: DecisionLists, list: number): number {
   const oa = a.ordinals;
   const ob = b.ordinals;
   const total = na + nb;
-  if (total > order.length) order = new Int32Array(Math.max(total, order.length * 2));
+  orderRoom(total);
   let i = 0;
   let j = 0;
   let m = 0;
@@ -431,7 +436,7 @@ function spawnOrder(parts: readonly DecisionLists[], list: number): number {
     total += n;
     for (let i = 1; i < n && sorted; i++) if (ordinals[slotOf(c, index, i)]! < ordinals[slotOf(c, index, i - 1)]!) sorted = false;
   }
-  if (total > order.length) order = new Int32Array(Math.max(total, order.length * 2));
+  orderRoom(total);
   if (!sorted) {
     const keys: number[] = [];
     const refs: number[] = [];
