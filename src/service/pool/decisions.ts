@@ -364,108 +364,80 @@ function orderRoom(total: number): void {
   if (total > order.length) order = new Int32Array(Math.max(total, order.length * 2));
 }
 
-/** Per part: the list's index (slot, end per entry; null for errors), how many entries, where the merge is. Reused. */
-const listIndex: Array<Float64Array | null> = [];
-const listCounts: number[] = [];
-const cursor: number[] = [];
-
-/** The slot of entry i of a list: errors are [slot, code, message] tuples, the others have an index. */
-function slotOf(c: DecisionColumns, index: Float64Array | null, i: number): number {
-  return index === null ? c.errors[i]![0] : index[i * 2]!;
-}
-
 /**
- * spawnOrder for two parts of an indexed list (two workers, the usual pool on two cores), in one pass: the merge
- * checks as it goes that each part is in spawn order, and gives up (-1) at the first entry that is not, for
- * spawnOrder's sort. A merge of k parts reads each entry's key k times through the parts array; here once.
+ * Per part k, reused: the list's index (slot, end per entry; null for errors, read from `listErrors`), how many
+ * entries, the spawn ordinals by slot, where the merge is and the key there.
  */
-function mergeTwo(a: DecisionLists, b: DecisionLists, list: number): number {
-  const ca = column(a.columns, list);
-  const cb = column(b.columns, list);
-  const ia = ca.index;
-  const ib = cb.index;
-  const na = ca.n;
-  const nb = cb.n;
-  const oa = a.ordinals;
-  const ob = b.ordinals;
-  const total = na + nb;
-  orderRoom(total);
-  let i = 0;
-  let j = 0;
-  let m = 0;
-  let lastA = -Infinity;
-  let lastB = -Infinity;
-  while (i < na || j < nb) {
-    // Slots as small integers: an index read as a double is a slower element access.
-    const ka = i < na ? oa[ia[i * 2]! | 0]! : Infinity;
-    const kb = j < nb ? ob[ib[j * 2]! | 0]! : Infinity;
-    // Ties go to the first part, as in spawnOrder.
-    if (ka <= kb) {
-      if (ka < lastA) return -1;
-      lastA = ka;
-      order[m++] = i++;
-    } else {
-      if (kb < lastB) return -1;
-      lastB = kb;
-      order[m++] = 0x1000000 + j++;
-    }
-  }
-  return total;
+const listIndex: Array<Float64Array | null> = [];
+const listErrors: Array<DecisionColumns['errors']> = [];
+const listCounts: number[] = [];
+const listOrdinals: Array<readonly number[]> = [];
+const cursor: number[] = [];
+const headKey: number[] = [];
+
+/** The spawn ordinal of entry i of part k's list, Infinity past its end. */
+function keyOf(k: number, i: number): number {
+  if (i >= listCounts[k]!) return Infinity;
+  const index = listIndex[k]!;
+  // Errors are [slot, code, message] tuples; a slot from an index as a small integer (read as a double, it is a
+  // slower element access).
+  return listOrdinals[k]![index === null ? listErrors[k]![i]![0] : index[i * 2]! | 0]!;
 }
 
 /**
  * Fills `order` with the entries of `list` over all parts in spawn order and returns how many there are. Ties (an
  * agent's entries in a part carried from a failed tick and in this tick's) keep part order. Parts in spawn order (the
- * usual case) are merged in one pass without allocating; otherwise every entry is sorted by its key (stable).
+ * usual case) are merged in one pass without allocating, which checks each part's order as it goes; at the first
+ * entry out of order, every entry is sorted by its key instead (stable).
  */
 function spawnOrder(parts: readonly DecisionLists[], list: number): number {
   const K = parts.length;
-  if (K === 2 && list !== ERRORS) {
-    const n = mergeTwo(parts[0]!, parts[1]!, list);
-    if (n >= 0) return n;
-  }
   let total = 0;
-  let sorted = true;
   for (let k = 0; k < K; k++) {
     const { columns: c, ordinals } = parts[k]!;
-    const index = list === ERRORS ? null : column(c, list).index;
-    const n = list === ERRORS ? c.errors.length : column(c, list).n;
-    listIndex[k] = index;
-    listCounts[k] = n;
+    listIndex[k] = list === ERRORS ? null : column(c, list).index;
+    listErrors[k] = c.errors;
+    listCounts[k] = list === ERRORS ? c.errors.length : column(c, list).n;
+    listOrdinals[k] = ordinals;
     cursor[k] = 0;
-    total += n;
-    for (let i = 1; i < n && sorted; i++) if (ordinals[slotOf(c, index, i)]! < ordinals[slotOf(c, index, i - 1)]!) sorted = false;
+    headKey[k] = keyOf(k, 0);
+    total += listCounts[k]!;
   }
   orderRoom(total);
-  if (!sorted) {
-    const keys: number[] = [];
-    const refs: number[] = [];
-    for (let k = 0; k < K; k++) {
-      const { columns: c, ordinals } = parts[k]!;
-      for (let i = 0; i < listCounts[k]!; i++) {
-        keys.push(ordinals[slotOf(c, listIndex[k]!, i)]!);
-        refs.push(k * 0x1000000 + i);
-      }
+  if (mergeInOrder(K, total)) return total;
+  const keys: number[] = [];
+  const refs: number[] = [];
+  for (let k = 0; k < K; k++) {
+    for (let i = 0; i < listCounts[k]!; i++) {
+      keys.push(keyOf(k, i));
+      refs.push(k * 0x1000000 + i);
     }
-    const sortedRefs = Array.from(refs, (_, x) => x).toSorted((x, y) => keys[x]! - keys[y]! || x - y);
-    for (let m = 0; m < total; m++) order[m] = refs[sortedRefs[m]!]!;
-    return total;
   }
-  for (let m = 0; m < total; m++) {
-    // The part whose next entry comes first (k-way, k = parts: a handful); ties go to the earlier part.
-    // (Two parts, the common case of two workers, are merged by mergeTwo.)
-    let best = -1;
-    let bestKey = 0;
-    for (let k = 0; k < K; k++) {
-      const i = cursor[k]!;
-      if (i >= listCounts[k]!) continue;
-      const key = parts[k]!.ordinals[slotOf(parts[k]!.columns, listIndex[k]!, i)]!;
-      if (best === -1 || key < bestKey) {
-        best = k;
-        bestKey = key;
-      }
-    }
-    order[m] = best * 0x1000000 + cursor[best]!++;
-  }
+  const sortedRefs = Array.from(refs, (_, x) => x).toSorted((x, y) => keys[x]! - keys[y]! || x - y);
+  for (let m = 0; m < total; m++) order[m] = refs[sortedRefs[m]!]!;
   return total;
+}
+
+/**
+ * The k-way merge of spawnOrder (k = parts: a handful; ties go to the earlier part): false as soon as a part's next
+ * entry comes before the one just taken from it, the part not being in spawn order.
+ */
+function mergeInOrder(K: number, total: number): boolean {
+  for (let m = 0; m < total; m++) {
+    let best = 0;
+    let bestKey = headKey[0]!;
+    for (let k = 1; k < K; k++) {
+      if (headKey[k]! < bestKey) {
+        best = k;
+        bestKey = headKey[k]!;
+      }
+    }
+    const i = cursor[best]!;
+    order[m] = best * 0x1000000 + i;
+    cursor[best] = i + 1;
+    const next = keyOf(best, i + 1);
+    if (next < bestKey) return false;
+    headKey[best] = next;
+  }
+  return true;
 }
