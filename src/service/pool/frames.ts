@@ -9,6 +9,8 @@
 // (a log forgotten with its worker, a session dropped) is simply left to the garbage collector: a missed
 // release costs an allocation, never a frame overwritten while someone may still read it.
 
+import { FreeBuffers } from './free-buffers.js';
+
 /** Buffer sizes are rounded up to this, so that frames of a session, a few bytes apart, fit each other's buffers. */
 const GRAIN = 64 * 1024;
 /** Free buffers kept at most (bytes): enough for four sessions' 2 s of 12,500-row frames between checkpoints. */
@@ -20,25 +22,25 @@ interface Entry {
 }
 
 export class FramePool {
-  private readonly free = new Map<number, SharedArrayBuffer[]>();
-  private freeBytes = 0;
+  private readonly free: FreeBuffers<SharedArrayBuffer>;
   /** Frames handed out by copy() and not yet back, by their view (weakly: a view dropped unreleased takes its entry). */
   private readonly out = new WeakMap<Uint8Array, Entry>();
   /** Buffers reused and allocated so far (figures and tests). */
   reused = 0;
   allocated = 0;
 
-  constructor(private readonly maxFreeBytes = MAX_FREE_BYTES) {}
+  constructor(maxFreeBytes = MAX_FREE_BYTES) {
+    this.free = new FreeBuffers(maxFreeBytes);
+  }
 
   /** `bytes` copied into shared memory: a view of exactly its length, on a free buffer when one fits. */
   copy(bytes: Uint8Array): Uint8Array {
     const size = Math.max(GRAIN, Math.ceil(bytes.length / GRAIN) * GRAIN);
-    let buffer = this.free.get(size)?.pop();
+    let buffer = this.free.take(size);
     if (buffer === undefined) {
       buffer = new SharedArrayBuffer(size);
       this.allocated++;
     } else {
-      this.freeBytes -= size;
       this.reused++;
     }
     const view = new Uint8Array(buffer, 0, bytes.length);
@@ -59,12 +61,7 @@ export class FramePool {
     if (e === undefined || e.holds <= 0) return;
     if (--e.holds > 0) return;
     this.out.delete(frame);
-    const size = e.buffer.byteLength;
-    if (this.freeBytes + size > this.maxFreeBytes) return;
-    let list = this.free.get(size);
-    if (list === undefined) this.free.set(size, (list = []));
-    list.push(e.buffer);
-    this.freeBytes += size;
+    this.free.give(e.buffer);
   }
 }
 

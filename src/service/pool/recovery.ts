@@ -2,6 +2,7 @@
 // the agents' state and every order sent to that worker since. A replacement worker is rebuilt from them, exactly.
 
 import type { FrameHolds } from './frames.js';
+import { FreeBuffers } from './free-buffers.js';
 import { DOUBLE_FIELD_START } from './progress.js';
 import type { CheckpointReply, FrameBatch, ResultBatch, RowBatch, TickOrder, ToHost } from './wire.js';
 
@@ -335,8 +336,7 @@ const MIN_COPY_BYTES = 1024;
  * left to the garbage collector.
  */
 class CopyBuffers {
-  private readonly free = new Map<number, ArrayBuffer[]>();
-  private freeBytes = 0;
+  private readonly free = new FreeBuffers<ArrayBuffer>(MAX_SPARE_COPY_BYTES);
   /** Buffers handed out by this pool, so that release() takes back nothing else. */
   private readonly mine = new WeakSet<ArrayBuffer>();
 
@@ -361,20 +361,14 @@ class CopyBuffers {
   release(...views: ArrayBufferView[]): void {
     for (const v of views) {
       const b = v.buffer;
-      if (!(b instanceof ArrayBuffer) || !this.mine.has(b) || this.freeBytes + b.byteLength > MAX_SPARE_COPY_BYTES) continue;
-      this.mine.delete(b);
-      let list = this.free.get(b.byteLength);
-      if (list === undefined) this.free.set(b.byteLength, (list = []));
-      list.push(b);
-      this.freeBytes += b.byteLength;
+      if (!(b instanceof ArrayBuffer) || !this.mine.delete(b)) continue;
+      this.free.give(b);
     }
   }
 
   private take(bytes: number): ArrayBuffer {
     const size = bytes <= MIN_COPY_BYTES ? MIN_COPY_BYTES : 2 ** (32 - Math.clz32(bytes - 1));
-    let b = this.free.get(size)?.pop();
-    if (b === undefined) b = new ArrayBuffer(size);
-    else this.freeBytes -= size;
+    const b = this.free.take(size) ?? new ArrayBuffer(size);
     this.mine.add(b);
     return b;
   }
