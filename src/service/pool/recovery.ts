@@ -299,7 +299,7 @@ function inputBytes(o: TickOrder): number {
 /** Rows in frames: two numbers a row copied; the frames themselves by reference (they are never changed). */
 function copyFrameRows(r: FrameBatch, copies: CopyBuffers): FrameBatch {
   const rows = Math.max(r.count, 1);
-  return { count: r.count, slots: copies.int32(r.slots, rows), offsets: copies.int32(r.offsets, rows), frames: r.frames.slice(), ends: r.ends.slice() };
+  return { count: r.count, slots: copies.copy(r.slots, rows), offsets: copies.copy(r.offsets, rows), frames: r.frames.slice(), ends: r.ends.slice() };
 }
 
 function copyRows(r: RowBatch, copies: CopyBuffers): RowBatch {
@@ -309,17 +309,17 @@ function copyRows(r: RowBatch, copies: CopyBuffers): RowBatch {
   return {
     count: r.count,
     width: r.width,
-    slots: copies.int32(r.slots, rows),
-    values: copies.float64(r.values, n),
-    tags: copies.uint8(r.tags, n),
-    vectors: copies.float64(r.vectors, r.vectorsLength),
+    slots: copies.copy(r.slots, rows),
+    values: copies.copy(r.values, n),
+    tags: copies.copy(r.tags, n),
+    vectors: copies.copy(r.vectors, r.vectorsLength),
     vectorsLength: r.vectorsLength,
     other: r.other.slice(),
   };
 }
 
 function copyResults(r: ResultBatch, copies: CopyBuffers): ResultBatch {
-  return { count: r.count, data: copies.float64(r.data, Math.max(r.count, 1) * 3) };
+  return { count: r.count, data: copies.copy(r.data, Math.max(r.count, 1) * 3) };
 }
 
 /** Spare buffers kept at most (bytes): a 2 s log of four sessions of 12,500 rows each holds about 9 MB of copies. */
@@ -340,20 +340,10 @@ class CopyBuffers {
   /** Buffers handed out by this pool, so that release() takes back nothing else. */
   private readonly mine = new WeakSet<ArrayBuffer>();
 
-  int32(src: Int32Array, n: number): Int32Array {
-    const view = new Int32Array(this.take(n * 4), 0, n);
-    view.set(src.subarray(0, n));
-    return view;
-  }
-
-  float64(src: Float64Array, n: number): Float64Array {
-    const view = new Float64Array(this.take(n * 8), 0, n);
-    view.set(src.subarray(0, n));
-    return view;
-  }
-
-  uint8(src: Uint8Array, n: number): Uint8Array {
-    const view = new Uint8Array(this.take(n), 0, n);
+  /** The first `n` elements of `src`, copied into a buffer of the pool. */
+  copy<T extends Int32Array | Float64Array | Uint8Array>(src: T, n: number): T {
+    const Ctor = src.constructor as new (buffer: ArrayBuffer, offset: number, length: number) => T;
+    const view = new Ctor(this.take(n * src.BYTES_PER_ELEMENT), 0, n);
     view.set(src.subarray(0, n));
     return view;
   }
