@@ -78,6 +78,13 @@ const point: fc.Arbitrary<unknown> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.constantFrom<unknown>(null, undefined, 3, 'pos', Object.create({ x: 1, y: 2 })) },
+  {
+    // Proxies are read by their own-property answers: an honest one as its target, a liar's made-up elements never.
+    weight: 1,
+    arbitrary: fc.tuple(coordinate, coordinate, fc.boolean()).map(([x, y, liar]) =>
+      liar ? new Proxy([] as unknown[], { get: (target, key) => (key === 'length' ? 2 : key === '0' ? x : key === '1' ? y : Reflect.get(target, key)) }) : new Proxy([x, y], {}),
+    ),
+  },
 );
 
 /** What a test may add to a prototype for one run: inherited indexes and keys must never be read. */
