@@ -168,7 +168,12 @@ export class Agent implements ExprContext {
   }
   set world(value: unknown) {
     this.worldState = value;
-    this.plainWorld = readable(value);
+    // A session's world is handed to each of its agents in turn: checked once for all of them.
+    if (value !== checkedWorld) {
+      checkedWorld = value;
+      checkedPlainWorld = readable(value);
+    }
+    this.plainWorld = checkedPlainWorld;
   }
 
   /**
@@ -386,6 +391,10 @@ const NO_FIELDS: object = Object.freeze(Object.create(null) as object);
  * it handed over is not protected against (observations are decoded data, never touched again).
  */
 const isProxy = types.isProxy;
+
+/** The world value last checked by readable() in the world setter, and what it gave. */
+let checkedWorld: unknown = null;
+let checkedPlainWorld: object | undefined = NO_FIELDS;
 
 function readable(value: unknown): object | undefined {
   if (typeof value !== 'object' || value === null) return NO_FIELDS;

@@ -937,6 +937,18 @@ describe('first-level reads on an agent (self and world checked once, when set)'
     expect(argsOf({ pos: { x: 1 } })).toEqual({ s: null, w: null, n: 1, k: null, h: false });
   });
 
+  it('check every world handed over, though agents after the first get the check made for the first', () => {
+    // The world setter remembers its last check (a session hands one world to each of its agents in turn).
+    const liar = new Proxy({} as Record<string, unknown>, { get: (target, key) => (key === 'hp' ? 7 : target[key as string]) });
+    const plain = { hp: 4 };
+    expect(argsOf({ hp: 5 }, plain)).toMatchObject({ s: 5, w: 4 });
+    expect(argsOf({ hp: 5 }, liar)).toMatchObject({ s: 5, w: null });
+    expect(argsOf({ hp: 5 }, liar)).toMatchObject({ s: 5, w: null });
+    expect(argsOf({ hp: 5 }, plain)).toMatchObject({ s: 5, w: 4 });
+    expect(argsOf({ hp: 5 }, [4])).toMatchObject({ s: 5, w: null });
+    expect(argsOf({ hp: 5 }, plain)).toMatchObject({ s: 5, w: 4 });
+  });
+
   it('read a Proxy by its own-property answers, as any context without plainSelf does', () => {
     // A Proxy over a plain object passes the prototype check but may answer reads of keys it says it lacks.
     const liar = new Proxy({ pos: { x: 1 } } as Record<string, unknown>, { get: (target, key) => (key === 'hp' ? 7 : target[key as string]) });
