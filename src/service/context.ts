@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { TreeReads } from '../protocol/index.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
-import type { AgentPool } from './pool/index.js';
+import { DEFAULT_SESSION_AFFINITY, type AgentPool } from './pool/index.js';
 import type { Recordings } from './recording/recordings.js';
 import type { SessionRegistry } from './sessions/registry.js';
 import type { Durability } from './durable/durability.js';
@@ -39,6 +39,8 @@ export interface Tuning {
   readonly warmupAgents: number;
   /** Whether the warm-up also drives a session through a loopback WebSocket (the connection and session layer). */
   readonly warmupSession: boolean;
+  /** Sessions kept on one worker (PoolOptions.sessionAffinity); 0: every session spread over the workers. */
+  readonly sessionAffinity: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -55,6 +57,7 @@ export const DEFAULT_TUNING: Tuning = {
   workerCheckpointMs: 2000,
   warmupAgents: 2000,
   warmupSession: true,
+  sessionAffinity: DEFAULT_SESSION_AFFINITY,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

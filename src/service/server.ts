@@ -79,6 +79,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       library,
       stallMs: tuning.workerStallMs,
       checkpointMs: tuning.workerCheckpointMs,
+      sessionAffinity: tuning.sessionAffinity,
       onRecovery: () => metricsRef?.workerRecoveries.inc(),
       ...(config.plugins !== null ? { plugins: config.plugins } : {}),
     });

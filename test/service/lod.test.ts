@@ -253,7 +253,7 @@ describe('level of detail: determinism, workers, crash recovery', () => {
     const moved = await script(from, {}, {
       tick: 13,
       to: async () => {
-        target = await createAgentPool({ trees: fixture.trees, workers: 2 });
+        target = await createAgentPool({ trees: fixture.trees, workers: 2, sessionAffinity: 0 });
         await target.ready();
         return target;
       },
@@ -262,7 +262,8 @@ describe('level of detail: determinism, workers, crash recovery', () => {
     await (target as AgentPool | null)?.close();
     expect(canonical(moved)).toEqual(canonical(reference));
     // checkpointMs 200: a checkpoint every 4 ticks; crashes before the first, right after one, between two.
-    const pool = await createAgentPool({ trees: fixture.trees, workers: 2, checkpointMs: 200, checkpointTicks: 1 });
+    // Spread: each crash hits agents of the session.
+    const pool = await createAgentPool({ trees: fixture.trees, workers: 2, checkpointMs: 200, checkpointTicks: 1, sessionAffinity: 0 });
     try {
       await pool.ready();
       const recovered = await script(pool, { 3: 0, 9: 1, 19: 0, 30: 1 });

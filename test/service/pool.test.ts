@@ -138,7 +138,8 @@ describe.each([
   const tick = (s: string, n: number): Promise<Decisions> => pool.tick(s, n, n * DT, DT, n);
 
   beforeAll(async () => {
-    pool = await createAgentPool({ trees, plugins, workers });
+    // Sessions spread over the workers, so that these cases cross them (sessions kept on one: below).
+    pool = await createAgentPool({ trees, plugins, workers, sessionAffinity: 0 });
     await pool.ready();
   });
 
@@ -521,10 +522,73 @@ describe.each([
   });
 });
 
+describe('sessions kept on one worker (sessionAffinity)', () => {
+  const ids = (n: number, from = 0): Array<{ id: number; tree: string; seed: number }> => Array.from({ length: n }, (_, i) => ({ id: from + i, tree: 'guard', seed: i }));
+  const workersOf = (p: AgentPool, s: string): number[] => [...new Set(p.listAgents(s).map((a) => a.worker))].toSorted();
+
+  it('puts each session whole on the least loaded worker, and decides the same bytes as the inline pool', async () => {
+    const [p, inline] = await Promise.all([createAgentPool({ trees, plugins, workers: 2 }), createAgentPool({ trees, plugins, workers: 0 })]);
+    try {
+      await p.ready();
+      for (const [k, n] of [[1, 1000], [2, 600], [3, 300]] as const) {
+        p.createSession(`s${k}`, { fields: FIELDS, maxAgents: 10_000 });
+        // In parts, as a game server spawns: later parts follow the first.
+        for (let from = 0; from < n; from += 250) expect(p.spawn(`s${k}`, ids(Math.min(250, n - from), from)).errors).toEqual([]);
+      }
+      // s1 (1,000) on worker 0; s2 on the less loaded worker 1; s3 on worker 1 again (600 < 1,000).
+      expect([workersOf(p, 's1'), workersOf(p, 's2'), workersOf(p, 's3')]).toEqual([[0], [1], [1]]);
+      expect(p.workerStats().map((w) => w.agents)).toEqual([1000, 900]);
+      for (const pool of [p, inline]) pool.createSession('script', { fields: FIELDS, maxAgents: 10_000 });
+      const [got, want] = await Promise.all([scriptedRun(p, 'script'), scriptedRun(inline, 'script')]);
+      expect(got).toEqual(want);
+    } finally {
+      await Promise.all([p.close(), inline.close()]);
+    }
+  });
+
+  it('spills a session once its worker would hold more than sessionAffinity agents over the least loaded one', async () => {
+    const p = await createAgentPool({ trees, plugins, workers: 2, sessionAffinity: 100 });
+    try {
+      await p.ready();
+      p.createSession('big', { fields: FIELDS, maxAgents: 10_000 });
+      expect(p.spawn('big', ids(101)).errors).toEqual([]);
+      // 100 on worker 0 alone (at most 100 more than worker 1), then the least loaded worker each time.
+      expect(p.workerStats().map((w) => w.agents)).toEqual([100, 1]);
+      expect(p.spawn('big', ids(899, 101)).errors).toEqual([]);
+      expect(p.workerStats().map((w) => w.agents)).toEqual([550, 450]);
+      expect(p.listAgents('big').slice(0, 100).every((a) => a.worker === 0)).toBe(true);
+      // A new session starts on the less loaded worker and stays there within the margin.
+      p.createSession('next', { fields: FIELDS, maxAgents: 10_000 });
+      expect(p.spawn('next', ids(150)).errors).toEqual([]);
+      expect(workersOf(p, 'next')).toEqual([1]);
+      expect(p.workerStats().map((w) => w.agents)).toEqual([550, 600]);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('an imported session is placed the same way', async () => {
+    const [from, to] = await Promise.all([createAgentPool({ trees, plugins, workers: 2, sessionAffinity: 0 }), createAgentPool({ trees, plugins, workers: 2 })]);
+    try {
+      await Promise.all([from.ready(), to.ready()]);
+      from.createSession('m', { fields: FIELDS, maxAgents: 10_000 });
+      from.spawn('m', ids(400));
+      expect(workersOf(from, 'm')).toEqual([0, 1]);
+      await from.tick('m', 1, DT, DT, 1);
+      to.importSession('m', { fields: FIELDS, maxAgents: 10_000 }, await from.exportSession('m'));
+      expect(workersOf(to, 'm')).toEqual([0]);
+      expect(to.agentCount('m')).toBe(400);
+      expect((await to.tick('m', 2, 2 * DT, DT, 2)).errors).toEqual([]);
+    } finally {
+      await Promise.all([from.close(), to.close()]);
+    }
+  });
+});
+
 describe('createAgentPool', () => {
   // Without crash recovery (checkpointMs < 0), what every stall did before recovery existed.
   it('without recovery, replaces a stalled worker (a plugin in an endless loop): the tick rejects, its agents are reported lost, the rest goes on', async () => {
-    const p = await createAgentPool({ trees, plugins, workers: 2, stallMs: 300, checkpointMs: -1 });
+    const p = await createAgentPool({ trees, plugins, workers: 2, stallMs: 300, checkpointMs: -1, sessionAffinity: 0 });
     try {
       await p.ready();
       p.createSession('s', { fields: null, maxAgents: 100 });
@@ -547,7 +611,7 @@ describe('createAgentPool', () => {
   // Recovery (docs/durability.md): the replacement replays the tick and loops again; the next replacement stops the
   // agent it was ticking with E_PLUGIN. The other agents of the stalled worker lose nothing.
   it('replaces a stalled worker whose plugin loops on every attempt: that agent alone stops (E_PLUGIN), the tick is answered, nothing is lost', async () => {
-    const p = await createAgentPool({ trees, plugins, workers: 2, stallMs: 300 });
+    const p = await createAgentPool({ trees, plugins, workers: 2, stallMs: 300, sessionAffinity: 0 });
     try {
       await p.ready();
       p.createSession('s', { fields: null, maxAgents: 100 });

@@ -82,7 +82,7 @@ describe('crash recovery (worker pool)', () => {
   it('crashes before the first checkpoint, right after one and between two: the decisions of the inline pool, none lost', async () => {
     const reference = await inlineReference();
     // checkpointMs 200: a checkpoint every 4 ticks of session time (50 ms a tick).
-    const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2, checkpointMs: 200, checkpointTicks: 1 });
+    const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2, checkpointMs: 200, checkpointTicks: 1, sessionAffinity: 0 });
     try {
       await pool.ready();
       const crashed = await run(pool, { 1: 0, 5: 1, 6: 1, 15: 0, 16: 1, 22: 0 });
@@ -97,7 +97,7 @@ describe('crash recovery (worker pool)', () => {
   it(`sessions large enough to be packed in parts (over ${SLICED_PACK} agents a worker): crashes right after a checkpoint and between two, the decisions of the inline pool`, async () => {
     const agents = 2 * SLICED_PACK + 500;
     const reference = await inlineReference(agents);
-    const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2, checkpointMs: 200, checkpointTicks: 1 });
+    const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2, checkpointMs: 200, checkpointTicks: 1, sessionAffinity: 0 });
     try {
       await pool.ready();
       const crashed = await run(pool, { 6: 1, 11: 0, 16: 1 }, agents);
@@ -120,6 +120,7 @@ describe('crash recovery (worker pool)', () => {
       workers: 2,
       checkpointMs: 200,
       checkpointTicks: 1,
+      sessionAffinity: 0,
       onRecovery: () => {
         if (++recoveries === 1) queueMicrotask(() => void crashWorkerForTests(pool, 1, 'terminate'));
       },
@@ -134,7 +135,7 @@ describe('crash recovery (worker pool)', () => {
   });
 
   it('a plugin that kills its worker on every attempt: after a failed recovery that agent alone stops (E_PLUGIN), the tick in flight is answered, every other agent goes on', async () => {
-    const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2 });
+    const pool = await createAgentPool({ trees: fixture.trees, plugins: fixture.plugins!, workers: 2, sessionAffinity: 0 });
     try {
       await pool.ready();
       pool.createSession('k', { fields: ['kill'], maxAgents: 10 });

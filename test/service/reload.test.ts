@@ -195,7 +195,8 @@ describe('after a reload', () => {
 
   beforeAll(async () => {
     fixture = await writeFixture({ guard: GUARD_V1, idle: IDLE });
-    running = await start({ trees: fixture.trees, workers: 2 });
+    // Agents on both workers, so that both replacements are shown to know the installed tree.
+    running = await start({ trees: fixture.trees, workers: 2, tuning: { sessionAffinity: 0 } });
   });
 
   afterAll(async () => {

@@ -46,7 +46,7 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'trees'));
   writeFileSync(join(dir, 'trees', 'guard.json'), JSON.stringify(GUARD));
   inline = await createAgentPool({ trees: join(dir, 'trees'), workers: 0 });
-  workers = await createAgentPool({ trees: join(dir, 'trees'), workers: 2 });
+  workers = await createAgentPool({ trees: join(dir, 'trees'), workers: 2, sessionAffinity: 0 });
   await Promise.all([inline.ready(), workers.ready()]);
 });
 

@@ -10,7 +10,8 @@ let running: Running;
 
 beforeAll(async () => {
   fixture = await writeFixture({ ...TREES, plugged: PLUGGED_TREE }, { 'boom.mjs': BOOM_PLUGIN });
-  running = await start({ trees: fixture.trees, plugins: fixture.plugins, workers: 2, hz: 50 });
+  // Sessions spread over both workers, so that each case crosses them (sessions kept on one: pool.test.ts).
+  running = await start({ trees: fixture.trees, plugins: fixture.plugins, workers: 2, hz: 50, tuning: { sessionAffinity: 0 } });
 });
 
 afterAll(async () => {

@@ -64,6 +64,11 @@ class RouterSession implements KnownIds {
    * changes since the last one sent: `scanIds[k]` moved to `scanPacked[k]` (-1: it went).
    */
   scanner = -1;
+  /**
+   * The worker the session's new agents go to while the workers stay balanced enough (PoolRouter.place): the least
+   * loaded one when its first agent came, or when the one before went down; -1 before that.
+   */
+  home = -1;
   scanIds: AgentId[] = [];
   scanPacked: number[] = [];
   shards: SessionShard[];
@@ -195,6 +200,13 @@ class RouterSession implements KnownIds {
 
 /** Routes pack as `host << 24 | slot` in an Int32: at most MAX_HOSTS hosts, MAX_SLOTS agents of a session per host. */
 export const MAX_HOSTS = 64;
+
+/**
+ * Default PoolOptions.sessionAffinity. Sessions of up to about this many agents stay whole on one worker however
+ * they come (whole sessions of 6,250 agents at 50,000 in eight sessions), and the workers differ by at most this
+ * many agents because of it.
+ */
+export const DEFAULT_SESSION_AFFINITY = 8192;
 /**
  * The last tick reply, kept so that its hidden classes live on: a message's objects get, when it is read, hidden
  * classes that live only as long as some object has them. At a mark-compact with no reply in flight they died,
@@ -233,6 +245,8 @@ export abstract class PoolRouter implements AgentPool {
   /** False while a host is down (crashed, being replaced): spawns avoid it. */
   protected readonly up: boolean[];
   protected readonly lastTickMs: number[];
+  /** PoolOptions.sessionAffinity: how many more agents a session's home may hold than the least loaded worker. */
+  protected sessionAffinity = DEFAULT_SESSION_AFFINITY;
   onLog: ((event: PoolLogEvent) => void) | null = null;
   private readonly sessions = new Map<string, RouterSession>();
   private nextReq = 1;
@@ -371,7 +385,7 @@ export abstract class PoolRouter implements AgentPool {
     const perHost: Array<Array<Agent | null>> = Array.from({ length: this.hostCount }, () => []);
     const lodPerHost: Array<Array<[number, Agent, [number, number, number] | null]> | null> = Array.from({ length: this.hostCount }, () => null);
     for (const { agent, ordinal, reload, lod } of restored) {
-      const host = this.leastLoaded();
+      const host = this.place(s);
       if (host < 0) throw new PoolUsageError('E_INTERNAL', 'no worker is available to host the restored agents');
       const slot = s.shards[host]!.allocate(agent.id, ordinal);
       this.load[host]!++;
@@ -428,7 +442,7 @@ export abstract class PoolRouter implements AgentPool {
         errors.push({ id, code: 'E_LIMIT', message: Msg.limit('agents in this session', s.maxAgents) });
         continue;
       }
-      const host = this.leastLoaded();
+      const host = this.place(s);
       if (host < 0) {
         errors.push({ id, code: 'E_LIMIT', message: 'no worker is available to host the agent' });
         continue;
@@ -929,6 +943,19 @@ export abstract class PoolRouter implements AgentPool {
     const s = this.sessions.get(name);
     if (s === undefined) throw new PoolUsageError('E_INTERNAL', `no session '${name}'`);
     return s;
+  }
+
+  /**
+   * The host of a new agent of session `s`: the session's home while it would then hold at most `sessionAffinity`
+   * agents more than the least loaded host, else the least loaded; -1 when no host is up. A session on one worker ticks with one
+   * round trip to it (and, staged, one more) instead of one per worker plus the stage, and its decisions need no
+   * merge (docs/capacity.md, "Sessions kept on one worker").
+   */
+  private place(s: RouterSession): number {
+    const least = this.leastLoaded();
+    if (least < 0 || this.sessionAffinity <= 0) return least;
+    if (s.home < 0 || !this.up[s.home]) s.home = least;
+    return this.load[s.home]! - this.load[least]! < this.sessionAffinity ? s.home : least;
   }
 
   /** The live host with the fewest agents (lowest number on ties), or -1. */

@@ -105,6 +105,7 @@ export class WorkerPool extends PoolRouter {
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
     super(trees, options.workers, logger);
+    if (options.sessionAffinity !== undefined) this.sessionAffinity = options.sessionAffinity;
     this.workerCount = options.workers;
     this.options = options;
     this.hashes = {};
