@@ -327,6 +327,17 @@ function column(c: DecisionColumns, list: number): TupleColumn {
 
 /** One list's tuples of every part in spawn order, as one list of bytes (a copy). */
 function mergeTuples<T>(parts: readonly DecisionLists[], list: number): EncodedTuples<T> {
+  if (parts.length === 1) {
+    // One part (a session on one worker): its bytes as they are when its entries are in spawn order.
+    const only = parts[0]!;
+    const t = column(only.columns, list);
+    if (t.n === 0) return EncodedTuples.EMPTY;
+    if (inSpawnOrder(t, only.ordinals)) {
+      const out = carve(t.size);
+      out.set(t.bytes.subarray(0, t.size));
+      return new EncodedTuples(t.n, out);
+    }
+  }
   const n = spawnOrder(parts, list);
   if (n === 0) return EncodedTuples.EMPTY;
   let size = 0;
@@ -355,6 +366,19 @@ function mergeTuples<T>(parts: readonly DecisionLists[], list: number): EncodedT
     }
   }
   return new EncodedTuples(n, out);
+}
+
+/** True when the entries of `t` come in spawn order (their agents' ordinals never decrease): spawnOrder's check for one part. */
+function inSpawnOrder(t: TupleColumn, ordinals: readonly number[]): boolean {
+  const index = t.index;
+  let last = -1;
+  for (let i = 0; i < t.n; i++) {
+    // The slot as a small integer (see mergeTuples).
+    const o = ordinals[index[i * 2]! | 0]!;
+    if (o < last) return false;
+    last = o;
+  }
+  return true;
 }
 
 /** The merge's output, reused: entry m in spawn order is `order[m]`, its part × 2^24 + its index in the part's list. */
