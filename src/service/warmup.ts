@@ -15,11 +15,13 @@ import { frameFields, type AgentPool, type SpawnEntry } from './pool/index.js';
 /** Observation fields of the warm-up session: the value kinds of the fast path (number, boolean, null, [x, y]). */
 const FIELDS = ['warmA', 'warmB', 'warmC', 'warmD'];
 
-/** What a warm-up did: how long it took, the agents it spawned and freed, the ticks it ran, why it stopped early. */
+/** What a warm-up did: how long it took, the agents it spawned and freed, the ticks it ran, the workers its agents were on, why it stopped early. */
 export interface WarmupResult {
   readonly ms: number;
   readonly agents: number;
   readonly ticks: number;
+  /** The pool's warm-up: workers that held its agents (0 inline). */
+  readonly workers?: number;
   readonly error?: string;
 }
 
@@ -33,49 +35,68 @@ export interface WarmupOptions {
   readonly maxFrameBytes: number;
 }
 
-/** Runs the warm-up on `pool` with agents on `trees` (cycled); resolves with what it did. Never throws. */
+/**
+ * Runs the warm-up on `pool` with agents on `trees` (cycled); resolves with what it did. Never throws. Each round has
+ * one session per worker, ticked together: a session's agents stay on one worker (PoolOptions.sessionAffinity), and
+ * every worker's code must be warm.
+ */
 export async function warmUp(pool: AgentPool, trees: readonly string[], o: WarmupOptions): Promise<WarmupResult> {
   const started = performance.now();
   let ticks = 0;
-  if (o.agents <= 0 || o.rounds <= 0 || trees.length === 0) return { ms: 0, agents: 0, ticks: 0 };
+  let workers = 0;
+  if (o.agents <= 0 || o.rounds <= 0 || trees.length === 0) return { ms: 0, agents: 0, ticks: 0, workers: 0 };
   const parse = (msg: Record<string, unknown>) => parseClientFrame(encode(msg), o.maxFrameBytes, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
+  const count = Math.max(1, Math.min(pool.workerCount, o.agents));
   for (let round = 0; round < o.rounds; round++) {
-    const session = `warmup-${randomUUID()}`;
-    let created = false;
+    const sessions: Array<{ name: string; ids: AgentId[] }> = [];
     try {
-      pool.createSession(session, { fields: FIELDS, maxAgents: o.agents });
-      created = true;
-      // Dense, sparse and string ids, so each path of the id handling is warm.
-      const ids: AgentId[] = Array.from({ length: o.agents }, (_, i) => (i % 3 === 0 ? i : i % 3 === 1 ? 1_000_000 + i : `warm-${i}`));
-      const spawn = parse({ t: 'spawn', id: 1, agents: ids.map((id, i) => ({ id, tree: trees[i % trees.length]!, seed: i })) });
-      if (!spawn.ok || spawn.msg.t !== 'spawn') throw new Error(`warm-up spawn frame refused: ${spawn.ok ? spawn.msg.t : spawn.message}`);
-      const entries: SpawnEntry[] = spawn.msg.agents.map((a) => ({ id: a.id, tree: a.tree, ...(a.seed !== undefined ? { seed: a.seed } : {}) }));
-      pool.spawn(session, entries);
+      for (let k = 0; k < count; k++) {
+        const name = `warmup-${randomUUID()}`;
+        pool.createSession(name, { fields: FIELDS, maxAgents: o.agents });
+        // Dense, sparse and string ids, so each path of the id handling is warm.
+        const from = Math.floor((k * o.agents) / count);
+        const ids: AgentId[] = Array.from({ length: Math.floor(((k + 1) * o.agents) / count) - from }, (_, j) => {
+          const i = from + j;
+          return i % 3 === 0 ? i : i % 3 === 1 ? 1_000_000 + i : `warm-${i}`;
+        });
+        sessions.push({ name, ids });
+        const spawn = parse({ t: 'spawn', id: 1, agents: ids.map((id, i) => ({ id, tree: trees[(from + i) % trees.length]!, seed: from + i })) });
+        if (!spawn.ok || spawn.msg.t !== 'spawn') throw new Error(`warm-up spawn frame refused: ${spawn.ok ? spawn.msg.t : spawn.message}`);
+        const entries: SpawnEntry[] = spawn.msg.agents.map((a) => ({ id: a.id, tree: a.tree, ...(a.seed !== undefined ? { seed: a.seed } : {}) }));
+        pool.spawn(name, entries);
+      }
+      workers = Math.max(workers, pool.workerStats().filter((w) => w.agents > 0).length);
       for (let t = 1; t <= o.ticks; t++) {
-        const rows = ids.map((id, i) => [id, (i * 7 + t) % 100, (i + t) % 3 === 0, (i + t) % 5 === 0 ? null : i * 0.5, [i * 0.25, t * 0.5]]);
-        const snapshot = parse({ t: 'snapshot', tick: t, time: t * 0.05, agents: rows });
-        if (!snapshot.ok || snapshot.msg.t !== 'snapshot') throw new Error('warm-up snapshot frame refused');
-        pool.observe(session, snapshot.msg.agents as PackedRows, false);
-        const d = await pool.tick(session, t, t * 0.05, 0.05, t);
-        encodeDecisions(frameFields(d, t, t));
+        await Promise.all(
+          sessions.map(async ({ name, ids }) => {
+            const rows = ids.map((id, i) => [id, (i * 7 + t) % 100, (i + t) % 3 === 0, (i + t) % 5 === 0 ? null : i * 0.5, [i * 0.25, t * 0.5]]);
+            const snapshot = parse({ t: 'snapshot', tick: t, time: t * 0.05, agents: rows });
+            if (!snapshot.ok || snapshot.msg.t !== 'snapshot') throw new Error('warm-up snapshot frame refused');
+            pool.observe(name, snapshot.msg.agents as PackedRows, false);
+            const d = await pool.tick(name, t, t * 0.05, 0.05, t);
+            encodeDecisions(frameFields(d, t, t));
+          }),
+        );
         ticks++;
       }
-      const despawn = parse({ t: 'despawn', id: 2, ids });
-      if (despawn.ok && despawn.msg.t === 'despawn') pool.despawn(session, despawn.msg.ids);
+      for (const { name, ids } of sessions) {
+        const despawn = parse({ t: 'despawn', id: 2, ids });
+        if (despawn.ok && despawn.msg.t === 'despawn') pool.despawn(name, despawn.msg.ids);
+      }
     } catch (err) {
-      return { ms: performance.now() - started, agents: o.agents * round, ticks, error: err instanceof Error ? err.message : String(err) };
+      return { ms: performance.now() - started, agents: o.agents * round, ticks, workers, error: err instanceof Error ? err.message : String(err) };
     } finally {
       // A pool closed meanwhile (a shutdown during start-up) has nothing left to free.
-      if (created) {
+      for (const { name } of sessions) {
         try {
-          pool.destroySession(session);
+          pool.destroySession(name);
         } catch {
           // closed
         }
       }
     }
   }
-  return { ms: performance.now() - started, agents: o.agents * o.rounds, ticks };
+  return { ms: performance.now() - started, agents: o.agents * o.rounds, ticks, workers };
 }
 
 export interface SessionWarmupOptions {

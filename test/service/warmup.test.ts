@@ -27,7 +27,8 @@ describe('start-up warm-up', () => {
   test('spawns, ticks and frees its agents on every tree, on the workers, and leaves nothing behind', async () => {
     const trees = ['guard', 'squad'];
     const done = await warmUp(pool, trees, { agents: 300, rounds: 2, ticks: 3, maxFrameBytes: LIMITS.defaultMaxFrameBytes });
-    expect(done).toMatchObject({ agents: 600, ticks: 6 });
+    // One session per worker: sessions stay on one worker, and both workers' code is to be warm.
+    expect(done).toMatchObject({ agents: 600, ticks: 6, workers: 2 });
     expect(done.error).toBeUndefined();
     expect(pool.agentCount()).toBe(0);
     expect(pool.workerStats().map((w) => w.agents)).toEqual([0, 0]);
