@@ -15,7 +15,7 @@ import { frameFields, type AgentPool, type SpawnEntry } from './pool/index.js';
 /** Observation fields of the warm-up session: the value kinds of the fast path (number, boolean, null, [x, y]). */
 const FIELDS = ['warmA', 'warmB', 'warmC', 'warmD'];
 
-/** What a warm-up did: how long it took, the agents it spawned and freed, the ticks it ran, the workers its agents were on, why it stopped early. */
+/** What a warm-up did: how long it took, the agents it spawned and freed, the ticks it ran, why it stopped early. */
 export interface WarmupResult {
   readonly ms: number;
   readonly agents: number;

@@ -947,9 +947,9 @@ export abstract class PoolRouter implements AgentPool {
 
   /**
    * The host of a new agent of session `s`: the session's home while it would then hold at most `sessionAffinity`
-   * agents more than the least loaded host, else the least loaded; -1 when no host is up. A session on one worker ticks with one
-   * round trip to it (and, staged, one more) instead of one per worker plus the stage, and its decisions need no
-   * merge (docs/capacity.md, "Round thirteen").
+   * agents more than the least loaded host, else the least loaded; -1 when no host is up. A session on one worker
+   * ticks with one round trip to it (and, staged, one more) instead of one per worker plus the stage, and its
+   * decisions need no merge (docs/capacity.md, "Round thirteen").
    */
   private place(s: RouterSession): number {
     const least = this.leastLoaded();

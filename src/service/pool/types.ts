@@ -135,9 +135,9 @@ export interface PoolOptions {
   /**
    * Sessions kept on one worker: a session's new agents go to its home worker (the least loaded one when its first
    * agent came) while that worker would then hold at most this many agents more than the least loaded one, else to
-   * the least loaded. A session on one worker costs the main thread one round trip per tick instead of one per worker (plus the
-   * stage) and no merge; the price is workers up to this many agents apart. 0: every agent to the least loaded worker
-   * (each session spread evenly). Default 8192 (DEFAULT_SESSION_AFFINITY). Worker pools only.
+   * the least loaded. A session on one worker costs the main thread one round trip per tick instead of one per
+   * worker (plus the stage) and no merge; the price is workers up to this many agents apart. 0: every agent to the
+   * least loaded worker (each session spread evenly). Default 8192 (DEFAULT_SESSION_AFFINITY). Worker pools only.
    */
   sessionAffinity?: number;
   /** Called each time a crashed or stalled worker is replaced and its agents restored (the metrics count it). */
