@@ -1,4 +1,4 @@
-// The point functions (`dist`, `dist2`, `nearest`) read arrays by index when nothing can be inherited: the same
+// The point functions (`dist`, `dist2`, `nearest`) read arrays and objects directly when nothing can be inherited: the same
 // answers as reading every coordinate as an own property (the reference below, the helpers' reading before that
 // fast path), over random points of every shape, with and without indexes and keys added to the prototypes.
 
@@ -81,9 +81,12 @@ const point: fc.Arbitrary<unknown> = fc.oneof(
   {
     // Proxies are read by their own-property answers: an honest one as its target, a liar's made-up elements never.
     weight: 1,
-    arbitrary: fc.tuple(coordinate, coordinate, fc.boolean()).map(([x, y, liar]) =>
-      liar ? new Proxy([] as unknown[], { get: (target, key) => (key === 'length' ? 2 : key === '0' ? x : key === '1' ? y : Reflect.get(target, key)) }) : new Proxy([x, y], {}),
-    ),
+    arbitrary: fc.tuple(coordinate, coordinate, fc.constantFrom('array', 'lying array', 'object', 'lying object')).map(([x, y, kind]) => {
+      if (kind === 'array') return new Proxy([x, y], {});
+      if (kind === 'object') return new Proxy({ x, y }, {});
+      if (kind === 'lying array') return new Proxy([] as unknown[], { get: (target, key) => (key === 'length' ? 2 : key === '0' ? x : key === '1' ? y : Reflect.get(target, key)) });
+      return new Proxy({} as Record<string, unknown>, { get: (target, key) => (key === 'x' ? x : key === 'y' ? y : Reflect.get(target, key)) });
+    }),
   },
 );
 
@@ -93,6 +96,8 @@ const pollution = fc.constantFrom<ReadonlyArray<readonly [object, PropertyKey, u
   [[Array.prototype, 1, 7]],
   [[Array.prototype, 2, 7]],
   [[Object.prototype, 0, 7]],
+  [[Object.prototype, 'x', 7]],
+  [[Object.prototype, 'y', 7]],
   [[Object.prototype, 'z', 7]],
   [[Object.prototype, 'x', 7], [Array.prototype, 0, 7]],
 );
@@ -141,6 +146,15 @@ describe('point functions read by index', () => {
       expect(nearest([pair, [9, 9]], [0, 0], Infinity)).toEqual([9, 9]);
     });
     expect(nearest([pair, [9, 9]], [0, 0], Infinity)).toEqual([9, 9]);
+    // A triple without its z: a 2D point, whatever Array.prototype[2] holds.
+    const flat: unknown[] = [3, 4];
+    flat.length = 3;
+    polluted([[Array.prototype, 2, 12]], () => {
+      expect(dist(flat, [0, 0, 0])).toBe(5);
+      expect(dist([0, 0, 0], flat)).toBe(5);
+    });
+    // An object without x, whatever Object.prototype.x holds.
+    polluted([[Object.prototype, 'x', 3]], () => expect(dist({ y: 4 }, { x: 0, y: 0 })).toBeNull());
     expect(nearest([[3, 4], [9, 9]], [0, 0], 5)).toEqual([3, 4]);
     expect(dist([3, 4], [0, 0])).toBe(5);
   });
