@@ -70,8 +70,10 @@ const point: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ x: coordinate, y: coordinate, z: coordinate }, { requiredKeys: [] }) },
   {
     weight: 1,
-    arbitrary: fc.tuple(fc.constantFrom('null', 'object', 'class'), coordinate, coordinate).map(([kind, x, y]) => {
+    arbitrary: fc.tuple(fc.constantFrom('null', 'object', 'class', 'array-like'), coordinate, coordinate).map(([kind, x, y]) => {
       if (kind === 'class') return new (class Point extends Array {})(2).fill(x);
+      // Not an array, though its prototype is Array.prototype: a plain point by its own x and y.
+      if (kind === 'array-like') return Object.assign(Object.create(Array.prototype) as object, { x, y });
       const a: unknown[] = [x, y];
       Object.setPrototypeOf(a, kind === 'null' ? null : Object.prototype);
       return a;

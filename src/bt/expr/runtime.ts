@@ -229,7 +229,8 @@ const point = new Float64Array(3);
 function readDirect(p: unknown): boolean {
   if (typeof p !== 'object' || p === null || isProxy(p)) return false;
   const proto: unknown = getPrototypeOf(p);
-  if (proto === ARRAY_PROTOTYPE) {
+  const array = isArray(p);
+  if (proto === ARRAY_PROTOTYPE && array) {
     const a = p as unknown[];
     const n = a.length;
     const pair = n === 2 || n === 3;
@@ -238,7 +239,7 @@ function readDirect(p: unknown): boolean {
     point[2] = n === 3 ? numberOrNaN(a[2]) : NaN;
     return true;
   }
-  if (proto !== OBJECT_PROTOTYPE || isArray(p)) return false;
+  if (proto !== OBJECT_PROTOTYPE || array) return false;
   const o = p as { x?: unknown; y?: unknown; z?: unknown };
   point[0] = numberOrNaN(o.x);
   point[1] = numberOrNaN(o.y);
