@@ -201,7 +201,7 @@ function numberOrNaN(v: unknown): number {
 }
 
 /**
- * True while no prototype a point read by readDirect can inherit from holds a key its coordinates are read from: 0, 1,
+ * True while no prototype a point read directly by readPoint can inherit from holds a key its coordinates are read from: 0, 1,
  * 2 for an array of Array.prototype (`in` walks Array.prototype's own chain, Object.prototype included) and x, y, z for
  * an object of Object.prototype. Such a point then reads a coordinate it lacks (a hole, the `z` of a pair) as
  * undefined, so its coordinates need not be tested one by one as own properties (Object.hasOwn, a builtin call each:
@@ -218,32 +218,41 @@ function coordinatesUninherited(): boolean {
   );
 }
 
-/** The coordinates readDirect read: x, y, z (NaN when missing or not a number). */
+/** The coordinates readPoint read: x, y, z (NaN when missing or not a number). */
 const point = new Float64Array(3);
 
 /**
- * Reads the coordinates of `p` into `point` when it is an array of Array.prototype or an object of Object.prototype,
- * not a Proxy, directly (see coordinatesUninherited; a Proxy is read by its own-property answers, as everywhere in
- * expressions); false for any other value, which the caller reads the own-property way.
+ * Reads point `p` into `point`; false when it is not a point (not an array or plain object). An array of
+ * Array.prototype or an object of Object.prototype, not a Proxy, is read directly when `direct`
+ * (coordinatesUninherited()); anything else (a Proxy is read by its own-property answers, as everywhere in
+ * expressions) is read a coordinate at a time as an own property (`coord`).
  */
-function readDirect(p: unknown): boolean {
-  if (typeof p !== 'object' || p === null || isProxy(p)) return false;
-  const proto: unknown = getPrototypeOf(p);
-  const array = isArray(p);
-  if (proto === ARRAY_PROTOTYPE && array) {
-    const a = p as unknown[];
-    const n = a.length;
-    const pair = n === 2 || n === 3;
-    point[0] = pair ? numberOrNaN(a[0]) : NaN;
-    point[1] = pair ? numberOrNaN(a[1]) : NaN;
-    point[2] = n === 3 ? numberOrNaN(a[2]) : NaN;
-    return true;
+function readPoint(p: unknown, direct: boolean): boolean {
+  if (typeof p !== 'object' || p === null) return false;
+  if (direct && !isProxy(p)) {
+    const proto: unknown = getPrototypeOf(p);
+    const array = isArray(p);
+    if (proto === ARRAY_PROTOTYPE && array) {
+      const a = p as unknown[];
+      const n = a.length;
+      const pair = n === 2 || n === 3;
+      point[0] = pair ? numberOrNaN(a[0]) : NaN;
+      point[1] = pair ? numberOrNaN(a[1]) : NaN;
+      point[2] = n === 3 ? numberOrNaN(a[2]) : NaN;
+      return true;
+    }
+    if (proto === OBJECT_PROTOTYPE && !array) {
+      const o = p as { x?: unknown; y?: unknown; z?: unknown };
+      point[0] = numberOrNaN(o.x);
+      point[1] = numberOrNaN(o.y);
+      point[2] = numberOrNaN(o.z);
+      return true;
+    }
   }
-  if (proto !== OBJECT_PROTOTYPE || array) return false;
-  const o = p as { x?: unknown; y?: unknown; z?: unknown };
-  point[0] = numberOrNaN(o.x);
-  point[1] = numberOrNaN(o.y);
-  point[2] = numberOrNaN(o.z);
+  if (!isPlain(p)) return false;
+  point[0] = coord(p, 0, 'x');
+  point[1] = coord(p, 1, 'y');
+  point[2] = coord(p, 2, 'z');
   return true;
 }
 
@@ -258,15 +267,12 @@ function squared(dx: number, dy: number, az: number, bz: number): number {
  * both points have a numeric z.
  */
 function squaredDistance(a: unknown, b: unknown): number {
-  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return NaN;
-  if (coordinatesUninherited() && readDirect(b)) {
-    const bx = point[0]!;
-    const by = point[1]!;
-    const bz = point[2]!;
-    if (readDirect(a)) return squared(point[0]! - bx, point[1]! - by, point[2]!, bz);
-  }
-  if (!isPlain(a) || !isPlain(b)) return NaN;
-  return squared(coord(a, 0, 'x') - coord(b, 0, 'x'), coord(a, 1, 'y') - coord(b, 1, 'y'), coord(a, 2, 'z'), coord(b, 2, 'z'));
+  const direct = coordinatesUninherited();
+  if (!readPoint(b, direct)) return NaN;
+  const bx = point[0]!;
+  const by = point[1]!;
+  const bz = point[2]!;
+  return readPoint(a, direct) ? squared(point[0]! - bx, point[1]! - by, point[2]!, bz) : NaN;
 }
 
 /** `dist2(a, b)`: squared distance, or null when either is not a point. */
@@ -286,26 +292,23 @@ export function dist(a: unknown, b: unknown): number | null {
  * compiler passes Infinity.
  *
  * The distances are squaredDistance's, computed faster: `from` is read once, not once per element, and an element
- * that is an array or a plain object is read without the own-property tests (readDirect): 3–4× faster over 64
+ * that is an array or a plain object is read without the own-property tests (readPoint): 3–4× faster over 64
  * pairs (a squad's nearest enemy was half of its workers' time).
  */
 export function nearest(list: unknown, from: unknown, maxDist: unknown): unknown {
   if (!isArray(list) || typeof maxDist !== 'number' || !(maxDist >= 0)) return null;
-  // Not a point: every distance would be NaN, so nothing is within maxDist.
-  if (typeof from !== 'object' || from === null || !isPlain(from)) return null;
-  const fx = coord(from, 0, 'x');
-  const fy = coord(from, 1, 'y');
-  const fz = coord(from, 2, 'z');
   const direct = coordinatesUninherited();
+  // Not a point: every distance would be NaN, so nothing is within maxDist.
+  if (!readPoint(from, direct)) return null;
+  const fx = point[0]!;
+  const fy = point[1]!;
+  const fz = point[2]!;
   let best: unknown = null;
   let bestD = maxDist * maxDist;
   let found = false;
   for (let i = 0; i < list.length; i++) {
     const el: unknown = list[i];
-    let d: number;
-    if (direct && readDirect(el)) d = squared(point[0]! - fx, point[1]! - fy, point[2]!, fz);
-    else if (typeof el === 'object' && el !== null && isPlain(el)) d = squared(coord(el, 0, 'x') - fx, coord(el, 1, 'y') - fy, coord(el, 2, 'z'), fz);
-    else d = NaN;
+    const d = readPoint(el, direct) ? squared(point[0]! - fx, point[1]! - fy, point[2]!, fz) : NaN;
     if (d < bestD || (!found && d <= bestD)) {
       best = el;
       bestD = d;
