@@ -187,17 +187,15 @@ export function has(o: unknown, k: unknown): boolean {
   );
 }
 
-/** Coordinate `i` (x, y, z) of a point known to be an array or plain object; NaN when missing. */
-function coord(p: object, i: 0 | 1 | 2, key: 'x' | 'y' | 'z'): number {
-  let v: unknown;
-  if (isArray(p)) v = (p.length === 2 || p.length === 3) && hasOwn(p, i) ? p[i] : undefined;
-  else v = hasOwn(p, key) ? (p as Record<string, unknown>)[key] : undefined;
-  return typeof v === 'number' ? v : NaN;
-}
-
 /** `v` if it is a number, else NaN (a coordinate that is missing or not a number). */
 function numberOrNaN(v: unknown): number {
   return typeof v === 'number' ? v : NaN;
+}
+
+/** Coordinate `i` (x, y, z) of a point known to be an array or plain object, read as an own property; NaN when missing. */
+function coord(p: object, i: 0 | 1 | 2, key: 'x' | 'y' | 'z'): number {
+  if (isArray(p)) return numberOrNaN((p.length === 2 || p.length === 3) && hasOwn(p, i) ? p[i] : undefined);
+  return numberOrNaN(hasOwn(p, key) ? (p as Record<string, unknown>)[key] : undefined);
 }
 
 /**
