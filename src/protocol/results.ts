@@ -3,6 +3,7 @@
 
 import type { ActionResult, AgentId } from './messages.js';
 import { LIMITS } from './limits.js';
+import type { KnownRowIds } from './known-rows.js';
 
 /**
  * A snapshot's `results` as the fast path reads them: straight from the frame into columns, every entry one that
@@ -46,8 +47,11 @@ export function resultTuples(results: ResultList): readonly ActionResult[] {
 export interface KnownIds {
   /** The known id spelled by the bytes [from, to) of `bytes`, or undefined. */
   find(bytes: Uint8Array, from: number, to: number): string | undefined;
-  /** The id each row of the session's last snapshot named, by row (as far as known): a row spelling the same id is it. */
-  rowIds(): readonly AgentId[];
+  /**
+   * The id each row of the session's last snapshots named, by row (as far as known), or null: a row spelling the same
+   * id is it.
+   */
+  rowIds(): KnownRowIds | null;
 }
 
 /**

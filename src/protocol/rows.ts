@@ -6,6 +6,7 @@
 
 import type { AgentId } from './messages.js';
 import { ResultColumns, type KnownIds } from './results.js';
+import { knownRowEnd, type KnownRowIds } from './known-rows.js';
 import { checkFrame, decode } from './codec.js';
 import { LIMITS } from './limits.js';
 
@@ -485,11 +486,12 @@ function rowsFit(count: number, width: number): boolean {
 /**
  * The rows' loop of scanRows, from `pos`: writes row i's id into `ids[i]` and the offset of its first value into
  * `offsets[i]` (both at least `count` long); false to give up. The one copy of the check: the main thread's
- * scanRows and the workers' checkFrameRows both run it, so they accept and refuse the same rows. `known[i]`, when
- * given, is the id row i named in an earlier frame: a string id whose bytes spell it is that very string, not a new
- * one (see knownString).
+ * scanRows and the workers' checkFrameRows both run it, so they accept and refuse the same rows. `known`, when
+ * given, holds the ids the rows named in an earlier frame: a row whose id's bytes spell row i's known string id is
+ * that very string, not a new one (knownRowEnd): the row memo (row-memo.ts) then finds it by identity rather than by
+ * comparing or hashing a fresh one.
  */
-function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32Array, known: readonly AgentId[] | null = null): boolean {
+function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32Array, known: KnownRowIds | null = null): boolean {
   const header = 0x90 + width + 1;
   const bytes = src;
   const last = end;
@@ -505,10 +507,9 @@ function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32
       ids[i] = (bytes[p + 1]! << 8) | bytes[p + 2]!;
       p += 3;
     } else {
-      const was = known !== null && i < known.length ? known[i] : undefined;
-      const to = typeof was === 'string' ? knownString(bytes, p, last, was) : -1;
+      const to = known !== null ? knownRowEnd(known, i, bytes, p, last) : -1;
       if (to >= 0) {
-        ids[i] = was!;
+        ids[i] = known!.ids[i]!;
         p = to;
       } else {
         pos = p;
@@ -615,7 +616,7 @@ export function checkFrameRows(
   width: number,
   ids: AgentId[],
   offsets: Int32Array,
-  known: readonly AgentId[] | null = null,
+  known: KnownRowIds | null = null,
 ): boolean {
   if (offsets.length < count) throw new RangeError('checkFrameRows: offsets is shorter than the rows');
   const passed = reading(bytes, () => {
@@ -623,28 +624,6 @@ export function checkFrameRows(
     return scanRowsAt(count, width, ids, offsets, known) && pos === end;
   });
   return passed === true;
-}
-
-/**
- * Where the string at byte `p` ends when it spells `was` (a string id read from an earlier frame, so one readId
- * accepts: ASCII, 1 to maxAgentIdLength characters), as a fixstr or str8; -1 otherwise. A game server names its
- * agents in the same order frame after frame: the row's id is then the string the worker already holds, with no
- * new string to build, and the row memo (row-memo.ts) finds it by identity rather than by comparing or hashing
- * a fresh one. Equal bytes mean the same characters, so the row passes or fails exactly as readId would judge it.
- */
-function knownString(bytes: Uint8Array, p: number, last: number, was: string): number {
-  const b = bytes[p]!;
-  let at = p + 1;
-  let n: number;
-  if (b >= 0xa0 && b <= 0xbf) n = b & 0x1f;
-  else if (b === 0xd9 && at < last) n = bytes[at++]!;
-  else return -1;
-  if (n !== was.length || n === 0 || n > LIMITS.maxAgentIdLength || at + n > last) return -1;
-  for (let k = 0; k < n; k++) {
-    const c = bytes[at + k]!;
-    if (c !== was.charCodeAt(k) || c >= 0x80) return -1;
-  }
-  return at + n;
 }
 
 /** Staged rows as FrameRows (the main thread checks them itself: a frame a worker's routing no longer matches). */

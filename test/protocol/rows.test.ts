@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { IdIndex, LIMITS, ResultColumns, checkFrameRows, encode, isPackedRows, parseClientFrame, readSnapshotHead, readSnapshotRows, resultTuples, unpackRows, type AgentId, type ParseResult } from '../../src/protocol/index.js';
+import { IdIndex, KnownRowIds, LIMITS, ResultColumns, checkFrameRows, encode, isPackedRows, parseClientFrame, readSnapshotHead, readSnapshotRows, resultTuples, unpackRows, type AgentId, type ParseResult } from '../../src/protocol/index.js';
 import { RowWriter } from '../../src/client/index.js';
 
 const MAX = LIMITS.defaultMaxFrameBytes;
@@ -320,7 +320,7 @@ describe('snapshot rows fast path', () => {
       const head = readSnapshotHead(bytes, width);
       if (head === undefined) return null;
       const ids: AgentId[] = [];
-      const ok = checkFrameRows(bytes, head.start, head.count, width, ids, new Int32Array(head.count), known);
+      const ok = checkFrameRows(bytes, head.start, head.count, width, ids, new Int32Array(head.count), known === null ? null : KnownRowIds.of(known));
       return { ok, ids: ok ? ids.slice(0, head.count) : [] };
     };
     // Ids the earlier frame may have held: the same, one letter off, longer, shorter, non-ASCII of the same length, numbers.
@@ -398,7 +398,7 @@ describe('snapshot rows fast path', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.oneof(fc.constantFrom(...shared, 'npc-7', 'npc-70000', 'nobody', 'ünï'), fc.nat()), fc.integer({ min: 1, max: 1000 }), fc.constantFrom('success', 'failure')), { maxLength: 8 }), (results) => {
         const bytes = encode({ t: 'snapshot', tick: 1, time: 0, results, agents: rows.rows() });
-        const withIds = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true, knownIds: { find: (b, from, to) => index.find(b, from, to), rowIds: () => [] } });
+        const withIds = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true, knownIds: { find: (b, from, to) => index.find(b, from, to), rowIds: () => null } });
         const without = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true });
         const list = (r: ParseResult): unknown => (r.ok && r.msg.t === 'snapshot' && r.msg.results !== undefined ? resultTuples(r.msg.results) : r);
         expect(list(withIds)).toEqual(list(without));
@@ -416,7 +416,7 @@ describe('snapshot rows fast path', () => {
       const plain = parseClientFrame(bytes, MAX, { fieldCount: 2, mode: 'fixed', packRows: true });
       expect(plain.ok && isPackedRows((plain.msg as { agents?: unknown }).agents)).toBe(good);
       for (const known of variants) {
-        const hinted = parseClientFrame(bytes, MAX, { fieldCount: 2, mode: 'fixed', packRows: true, knownIds: { find: () => undefined, rowIds: () => known } });
+        const hinted = parseClientFrame(bytes, MAX, { fieldCount: 2, mode: 'fixed', packRows: true, knownIds: { find: () => undefined, rowIds: () => KnownRowIds.of(known) } });
         const view = (r: ParseResult): unknown => (r.ok && isPackedRows((r.msg as { agents?: unknown }).agents) ? unpackRows((r.msg as unknown as { agents: never }).agents) : r);
         expect({ known, parsed: view(hinted) }).toEqual({ known, parsed: view(plain) });
       }

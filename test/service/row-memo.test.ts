@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentId } from '../../src/bt/index.js';
 import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
+import { RowMemo } from '../../src/service/pool/row-memo.js';
 import { LIMITS, encode, parseClientFrame, parseSnapshotHead, type ParseOptions, type SnapshotMessage } from '../../src/protocol/index.js';
 
 const FIELDS = ['name'] as const;
@@ -61,7 +62,9 @@ describe('row position memo', () => {
         let order = live;
         let next = 40;
         const refused: unknown[] = [];
-        for (let n = 1; n <= 8; n++) {
+        // Ticks 9–11 repeat tick 8's order, long enough for the readers to take the rows' ids as known (row-memo.ts);
+        // at 12 an agent is replaced in its row position.
+        for (let n = 1; n <= 12; n++) {
           if (n === 3 || n === 6) order = shuffled(live, n); // ticks 1–2, 4–5, 7–8 repeat the order before them
           if (n === 4) {
             // Three agents go and three new ones take their slots and their row positions.
@@ -89,6 +92,14 @@ describe('row position memo', () => {
             pool.despawn(s, [order[5]!]);
             live = order.filter((_, k) => k !== 5);
           }
+          if (n === 12) {
+            const gone = order[9]!;
+            pool.despawn(s, [gone]);
+            const fresh = idOf(next++);
+            refused.push(...pool.spawn(s, [{ id: fresh, tree: 'echo', seed: 400 }]).errors);
+            order = order.map((id) => (id === gone ? fresh : id));
+            live = live.map((id) => (id === gone ? fresh : id));
+          }
           const rows = order.map((id) => [id, `${String(id)}@${n}`]);
           if (n === 5) rows.splice(7, 0, [idOf(999), 'ghost']);
           const bytes = encode({ t: 'snapshot', tick: n, time: n * DT, agents: rows });
@@ -100,7 +111,7 @@ describe('row position memo', () => {
           expect(rowsRead, 'the workers took the rows').not.toBeNull();
           const observed = pool.observe(s, rowsRead as Parameters<AgentPool['observe']>[1], false);
           expect(refused).toEqual([]);
-          expect(observed.unknown).toBe(n === 5 || n === 8 ? 1 : 0);
+          expect(observed.unknown).toBe(n === 5 || n >= 8 ? 1 : 0);
           const out = await pool.tick(s, n, n * DT, DT, n);
           const seen = new Map(out.actions.map(([id, , , args]) => [id, (args as { name: string }).name]));
           expect(seen.size).toBe(live.length);
@@ -110,4 +121,27 @@ describe('row position memo', () => {
       }
     });
   }
+});
+
+describe('RowMemo.known: the rows\' ids for the next frame', () => {
+  it('gives them once the rows held still over a frame, the same object while nothing changes, and a copy', () => {
+    const memo = new RowMemo();
+    expect(memo.known()).toBeNull(); // nothing learned
+    const ids: AgentId[] = ['npc-1', 7, 'npc-3', 'n\u00e9'];
+    ids.forEach((id, i) => memo.set(i, id, i));
+    expect(memo.known()).toBeNull(); // learned since the last call: still changing
+    const known = memo.known();
+    expect(known?.ids).toEqual(ids);
+    expect(memo.known()).toBe(known);
+    // A value for a row's same id is no change; another id is.
+    memo.set(1, 7, 5);
+    expect(memo.known()).toBe(known);
+    memo.set(2, 'npc-33', 2);
+    expect(known?.ids).toEqual(ids);
+    expect(memo.known()).toBeNull();
+    expect(memo.known()?.ids).toEqual(['npc-1', 7, 'npc-33', 'n\u00e9']);
+    memo.clear();
+    expect(memo.known()).toBeNull();
+    expect(memo.known()).toBeNull(); // nothing known after a clear
+  });
 });

@@ -9,7 +9,7 @@ import { Agent, type AgentFrame, type AgentId, type CompiledTree, type DecisionS
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
 import { AgentPacking, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
-import { FrameCursor, checkFrameRows } from '../../protocol/index.js';
+import { FrameCursor, checkFrameRows, type KnownRowIds } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
 import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost } from './wire.js';
 import { ColumnSink } from './decisions.js';
@@ -99,7 +99,7 @@ class HostSession {
   }
 
   /** The id each row of the session's frames named when last looked up (row-memo.ts); `scan`: among every host's agents. */
-  knownRows(scan: boolean): readonly AgentId[] {
+  knownRows(scan: boolean): KnownRowIds | null {
     return scan ? this.scanMemo.known() : this.rowMemo.known();
   }
 

@@ -12,7 +12,7 @@ import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type StageOrder, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
-import { IdIndex, Msg, ResultColumns, isAgentId, isPackedRows, stagedAsFrameRows, type KnownIds, type PackedRows, type ResultList, type StagedRows } from '../../protocol/index.js';
+import { IdIndex, Msg, type KnownRowIds, ResultColumns, isAgentId, isPackedRows, stagedAsFrameRows, type KnownIds, type PackedRows, type ResultList, type StagedRows } from '../../protocol/index.js';
 import { LodTable, badEvery } from './lod.js';
 import { MISS, RowMemo } from './row-memo.js';
 
@@ -93,7 +93,7 @@ class RouterSession implements KnownIds {
     return this.ids.find(bytes, from, to);
   }
 
-  rowIds(): readonly AgentId[] {
+  rowIds(): KnownRowIds | null {
     return this.rowMemo.known();
   }
 

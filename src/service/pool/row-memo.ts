@@ -5,6 +5,7 @@
 // one per session for the slots of its own agents; each decides what to remember and when to forget.
 
 import type { AgentId } from '../../bt/index.js';
+import { KnownRowIds } from '../../protocol/index.js';
 
 /** `get`'s answer when row i named another id last time, or was never seen: look the id up. */
 export const MISS = -2;
@@ -12,6 +13,13 @@ export const MISS = -2;
 export class RowMemo {
   private ids: AgentId[] = [];
   private values = new Int32Array(0);
+  /** Moves whenever a row's id is learned or forgotten. */
+  private version = 0;
+  /** `version` at the last `known()` call. */
+  private seen = -1;
+  /** The rows' ids for the frame readers, made at `rowsVersion` (null: not made since). */
+  private rows: KnownRowIds | null = null;
+  private rowsVersion = -1;
 
   /** What row `i` resolved to when it last named `id` (an int32 the owner chose, ≥ -1), or MISS. */
   get(i: number, id: AgentId): number {
@@ -29,17 +37,36 @@ export class RowMemo {
       this.values = grown;
     }
     if (i === ids.length) ids.push(id);
-    else ids[i] = id;
+    else if (ids[i] !== id) ids[i] = id;
+    else {
+      this.values[i] = value;
+      return;
+    }
     this.values[i] = value;
+    this.version++;
   }
 
-  /** The id each row named when last looked up (by row; shorter than a frame's rows until they are all learned). */
-  known(): readonly AgentId[] {
-    return this.ids;
+  /**
+   * The id each row named when last looked up (by row; fewer than a frame's rows until they are all learned), for the
+   * next frame's reader; null when none are known, or while they are still changing: they are copied out once the
+   * rows held still over a frame (a session that lists its agents in a new order every frame would pay the copy on
+   * every frame, for nothing).
+   */
+  known(): KnownRowIds | null {
+    if (this.rows !== null && this.rowsVersion === this.version) return this.rows;
+    const still = this.seen === this.version;
+    this.seen = this.version;
+    if (!still || this.ids.length === 0) return null;
+    this.rows = KnownRowIds.of(this.ids);
+    this.rowsVersion = this.version;
+    return this.rows;
   }
 
   /** Forgets every row: an agent came or went, so what a row resolved to may be stale. */
   clear(): void {
-    if (this.ids.length > 0) this.ids = [];
+    if (this.ids.length === 0) return;
+    this.ids = [];
+    this.rows = null;
+    this.version++;
   }
 }
