@@ -18,12 +18,20 @@ export class ResultColumns {
   readonly seqs: Float64Array;
   /** 1 for "success", 0 for "failure". */
   readonly ok: Uint8Array;
+  /**
+   * For entries whose string id the session's IdIndex knew, the number the session filed it with (the agent pool: its
+   * route), else -1; null when the reader had no index. Good while the session's ids are at `version` (KnownIds).
+   */
+  readonly filed: Int32Array | null;
+  readonly version: number;
 
-  constructor(ids: readonly AgentId[], seqs: Float64Array, ok: Uint8Array) {
+  constructor(ids: readonly AgentId[], seqs: Float64Array, ok: Uint8Array, filed: Int32Array | null = null, version = -1) {
     this.count = ids.length;
     this.ids = ids;
     this.seqs = seqs;
     this.ok = ok;
+    this.filed = filed;
+    this.version = version;
   }
 }
 
@@ -45,8 +53,10 @@ export function resultTuples(results: ResultList): readonly ActionResult[] {
 
 /** The ids of a session's agents, found from a frame's bytes without a string built first (readResults, scanRows). */
 export interface KnownIds {
-  /** The known id spelled by the bytes [from, to) of `bytes`, or undefined. */
-  find(bytes: Uint8Array, from: number, to: number): string | undefined;
+  /** The session's string ids, each with the number it is filed with. */
+  readonly ids: IdIndex;
+  /** Moves whenever an id comes, goes or is filed anew: what `ids` said holds while it stays. */
+  readonly version: number;
   /**
    * The id each row of the session's last snapshots named, by row (as far as known), or null: a row spelling the same
    * id is it.
@@ -55,51 +65,104 @@ export interface KnownIds {
 }
 
 /**
- * KnownIds' `find` as the agent pool keeps it per session: string ids by a hash of their characters (FNV-1a, cut to a
- * small integer so the Map's keys stay unboxed). Only ASCII ids of at most maxAgentIdLength characters, the ones
- * readId reads: bytes that spell one are ASCII, and the id found is the one readId would have built. A result for
- * an agent with a string id then costs no new string, and the routing table finds it by identity (its hash is
- * already computed), where a fresh string was hashed anew for every result of every frame.
+ * A session's string ids by a hash of their characters (FNV-1a, 30 bits), each with a number its owner files it with
+ * (the agent pool: the agent's route), in an open-addressing table of typed arrays: a result naming an agent by a
+ * string id finds the id and its route from the frame's bytes in one probe, with no string built and no Map entry
+ * read (two Map lookups per result, one by hash and one by the id, were a quarter of the main thread at 50,000
+ * agents with string ids). Only ASCII ids of 1 to maxAgentIdLength characters, the ones readId reads: bytes that
+ * spell one are ASCII, and the id found is the one readId would have built.
  */
 export class IdIndex {
-  private readonly byHash = new Map<number, string | string[]>();
+  /** Slot k: `meta[2k]` the id's hash + 1 (0: empty), `meta[2k + 1]` its number; `keys[k]` the id. */
+  private meta = new Int32Array(2 * MIN_SLOTS);
+  private keys: Array<string | undefined> = Array.from({ length: MIN_SLOTS }, () => undefined);
+  private mask = MIN_SLOTS - 1;
+  private size = 0;
 
-  add(id: string): void {
+  /** Files `id` with `value` (again, if it was). Ids readId would not read are left out. */
+  set(id: string, value: number): void {
     const h = asciiHash(id);
     if (h < 0) return;
-    const there = this.byHash.get(h);
-    if (there === undefined) this.byHash.set(h, id);
-    else if (typeof there === 'string') {
-      if (there !== id) this.byHash.set(h, [there, id]);
-    } else if (!there.includes(id)) there.push(id);
+    const { meta, keys, mask } = this;
+    let k = h & mask;
+    while (meta[2 * k] !== 0) {
+      if (meta[2 * k] === h + 1 && keys[k] === id) {
+        meta[2 * k + 1] = value;
+        return;
+      }
+      k = (k + 1) & mask;
+    }
+    meta[2 * k] = h + 1;
+    meta[2 * k + 1] = value;
+    keys[k] = id;
+    if (++this.size * 2 > mask + 1) this.grow();
   }
 
   delete(id: string): void {
     const h = asciiHash(id);
     if (h < 0) return;
-    const there = this.byHash.get(h);
-    if (there === id) this.byHash.delete(h);
-    else if (Array.isArray(there)) {
-      const rest = there.filter((x) => x !== id);
-      if (rest.length === 1) this.byHash.set(h, rest[0]!);
-      else this.byHash.set(h, rest);
+    const { meta, keys, mask } = this;
+    let k = h & mask;
+    while (meta[2 * k] !== 0 && !(meta[2 * k] === h + 1 && keys[k] === id)) k = (k + 1) & mask;
+    if (meta[2 * k] === 0) return;
+    // Backward shift: the entries after the hole that may sit in it move up, so every probe still ends at an empty slot.
+    let hole = k;
+    for (let j = (k + 1) & mask; meta[2 * j] !== 0; j = (j + 1) & mask) {
+      const home = (meta[2 * j]! - 1) & mask;
+      const stays = hole <= j ? hole < home && home <= j : hole < home || home <= j;
+      if (stays) continue;
+      meta[2 * hole] = meta[2 * j]!;
+      meta[2 * hole + 1] = meta[2 * j + 1]!;
+      keys[hole] = keys[j];
+      hole = j;
     }
+    meta[2 * hole] = 0;
+    keys[hole] = undefined;
+    this.size--;
   }
 
-  find(bytes: Uint8Array, from: number, to: number): string | undefined {
+  /** The slot of the id spelled by the bytes [from, to) of `bytes`, or -1: `idAt` and `valueAt` read it. */
+  find(bytes: Uint8Array, from: number, to: number): number {
     let h = FNV_OFFSET;
     for (let i = from; i < to; i++) h = Math.imul(h ^ bytes[i]!, FNV_PRIME);
-    const there = this.byHash.get(h & HASH_MASK);
-    if (there === undefined) return undefined;
-    if (typeof there === 'string') return spells(bytes, from, to, there) ? there : undefined;
-    for (const id of there) if (spells(bytes, from, to, id)) return id;
-    return undefined;
+    h &= HASH_MASK;
+    const { meta, keys, mask } = this;
+    for (let k = h & mask; meta[2 * k] !== 0; k = (k + 1) & mask) {
+      if (meta[2 * k] === h + 1 && spells(bytes, from, to, keys[k]!)) return k;
+    }
+    return -1;
+  }
+
+  idAt(slot: number): string {
+    return this.keys[slot]!;
+  }
+
+  valueAt(slot: number): number {
+    return this.meta[2 * slot + 1]!;
+  }
+
+  private grow(): void {
+    const { meta, keys } = this;
+    const slots = 2 * (this.mask + 1);
+    this.meta = new Int32Array(2 * slots);
+    this.keys = Array.from({ length: slots }, () => undefined);
+    this.mask = slots - 1;
+    for (let k = 0; k < keys.length; k++) {
+      if (meta[2 * k] === 0) continue;
+      let j = (meta[2 * k]! - 1) & this.mask;
+      while (this.meta[2 * j] !== 0) j = (j + 1) & this.mask;
+      this.meta[2 * j] = meta[2 * k]!;
+      this.meta[2 * j + 1] = meta[2 * k + 1]!;
+      this.keys[j] = keys[k];
+    }
   }
 }
 
+/** Slots of a new IdIndex (a power of two); it doubles at half full. */
+const MIN_SLOTS = 16;
 const FNV_OFFSET = 0x811c9dc5 | 0;
 const FNV_PRIME = 0x01000193;
-/** 30 bits: a small integer on every platform (an unboxed Map key). */
+/** 30 bits: a small integer on every platform (stored + 1 in an Int32Array). */
 const HASH_MASK = 0x3fffffff;
 
 /** The hash IdIndex files `id` under, or -1 when it is no id readId reads (non-ASCII, empty, too long). */

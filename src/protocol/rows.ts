@@ -5,7 +5,7 @@
 // what the ordinary path refuses, and never reports an error of its own.
 
 import type { AgentId } from './messages.js';
-import { ResultColumns, type KnownIds } from './results.js';
+import { ResultColumns, type IdIndex, type KnownIds } from './results.js';
 import { knownRowEnd, type KnownRowIds } from './known-rows.js';
 import { checkFrame, decode } from './codec.js';
 import { LIMITS } from './limits.js';
@@ -214,7 +214,10 @@ function resultsField(): unknown {
   return smallField();
 }
 
-/** A results list whose every entry is a fixarray [id, seq, "success" | "failure"] that validation keeps; undefined for anything else. */
+/**
+ * A results list whose every entry is a fixarray [id, seq, "success" | "failure"] that validation keeps; undefined for
+ * anything else. A string id the session knows (KnownIds) is found from its bytes with the number it is filed with.
+ */
 function readResults(): ResultColumns | undefined {
   const count = listHeader();
   // An entry takes at least 11 bytes (header, id, seq, a 7-letter fixstr); the ordinary path reports lists above the limit.
@@ -222,17 +225,23 @@ function readResults(): ResultColumns | undefined {
   const ids: AgentId[] = [];
   const seqs = new Float64Array(count);
   const ok = new Uint8Array(count);
+  const index = frameIds === null ? null : frameIds.ids;
+  const filed = index === null ? null : new Int32Array(count);
   for (let i = 0; i < count; i++) {
     if (pos >= end || src[pos] !== 0x93) return undefined;
     pos++;
     const first = src[pos]!;
     let id: AgentId | undefined;
+    let value = -1;
     if (first <= 0x7f) {
       id = first;
       pos++;
     } else {
-      id = frameIds === null ? undefined : knownId(frameIds);
-      if (id === undefined) id = readId();
+      const slot = index === null ? -1 : knownId(index);
+      if (slot >= 0) {
+        id = index!.idAt(slot);
+        value = index!.valueAt(slot);
+      } else id = readId();
       if (id === undefined) return undefined;
     }
     const seq = src[pos]! <= 0x7f ? src[pos++]! : readNumber();
@@ -242,22 +251,23 @@ function readResults(): ResultColumns | undefined {
     ids.push(id);
     seqs[i] = seq;
     ok[i] = status;
+    if (filed !== null) filed[i] = value;
   }
-  return new ResultColumns(ids, seqs, ok);
+  return new ResultColumns(ids, seqs, ok, filed, frameIds === null ? -1 : frameIds.version);
 }
 
-/** The known id (KnownIds) a fixstr or str8 at `pos` spells, `pos` past it; else undefined, `pos` unmoved. */
-function knownId(ids: KnownIds): string | undefined {
+/** The IdIndex slot of the known id a fixstr or str8 at `pos` spells, `pos` past it; else -1, `pos` unmoved. */
+function knownId(index: IdIndex): number {
   const b = src[pos]!;
   let at = pos + 1;
   let n: number;
   if (b >= 0xa0 && b <= 0xbf) n = b & 0x1f;
   else if (b === 0xd9 && at < end) n = src[at++]!;
-  else return undefined;
-  if (at + n > end) return undefined;
-  const id = ids.find(src, at, at + n);
-  if (id !== undefined) pos = at + n;
-  return id;
+  else return -1;
+  if (at + n > end) return -1;
+  const slot = index.find(src, at, at + n);
+  if (slot >= 0) pos = at + n;
+  return slot;
 }
 
 /** A fixstr "success" (1) or "failure" (0) at `pos`, compared as bytes; -1 for anything else (the ordinary path reads it). */

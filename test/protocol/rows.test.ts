@@ -381,24 +381,28 @@ describe('snapshot rows fast path', () => {
     for (let k = 0; k < shared.length; k += 2) expect(hash(shared[k]!)).toBe(hash(shared[k + 1]!));
     const ids = [...shared, ...Array.from({ length: 20_000 }, (_, i) => `npc-${i}`)];
     const index = new IdIndex();
-    for (const agent of ids) index.add(agent);
-    index.add('ünï'); // not ASCII: never found from bytes (readId would not read them)
-    const find = (agent: string): string | undefined => {
+    for (const [k, agent] of ids.entries()) index.set(agent, k);
+    index.set('ünï', -5); // not ASCII: never found from bytes (readId would not read them)
+    /** The id and its number found from `agent`'s bytes, or undefined. */
+    const find = (agent: string): [string, number] | undefined => {
       const bytes = Buffer.from(agent, 'latin1');
-      return index.find(bytes, 0, bytes.length);
+      const slot = index.find(bytes, 0, bytes.length);
+      return slot < 0 ? undefined : [index.idAt(slot), index.valueAt(slot)];
     };
-    for (const agent of [...shared, 'npc-0', 'npc-19999']) expect(find(agent)).toBe(agent);
+    for (const agent of [...shared, 'npc-0', 'npc-19999']) expect(find(agent)).toEqual([agent, ids.indexOf(agent)]);
     expect(find('npc-20000')).toBeUndefined();
     expect(find('ünï')).toBeUndefined();
+    index.set('npc-7', 77); // filed anew
+    expect(find('npc-7')).toEqual(['npc-7', 77]);
     for (const agent of shared.filter((_, k) => k % 2 === 0)) index.delete(agent);
-    for (const [k, agent] of shared.entries()) expect(find(agent)).toBe(k % 2 === 0 ? undefined : agent);
+    for (const [k, agent] of shared.entries()) expect(find(agent)).toEqual(k % 2 === 0 ? undefined : [agent, k]);
 
     const rows = new RowWriter(['a']);
     add(rows, 'npc-1', 2);
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.oneof(fc.constantFrom(...shared, 'npc-7', 'npc-70000', 'nobody', 'ünï'), fc.nat()), fc.integer({ min: 1, max: 1000 }), fc.constantFrom('success', 'failure')), { maxLength: 8 }), (results) => {
         const bytes = encode({ t: 'snapshot', tick: 1, time: 0, results, agents: rows.rows() });
-        const withIds = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true, knownIds: { find: (b, from, to) => index.find(b, from, to), rowIds: () => null } });
+        const withIds = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true, knownIds: { ids: index, version: 0, rowIds: () => null } });
         const without = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep', packRows: true });
         const list = (r: ParseResult): unknown => (r.ok && r.msg.t === 'snapshot' && r.msg.results !== undefined ? resultTuples(r.msg.results) : r);
         expect(list(withIds)).toEqual(list(without));
@@ -416,7 +420,7 @@ describe('snapshot rows fast path', () => {
       const plain = parseClientFrame(bytes, MAX, { fieldCount: 2, mode: 'fixed', packRows: true });
       expect(plain.ok && isPackedRows((plain.msg as { agents?: unknown }).agents)).toBe(good);
       for (const known of variants) {
-        const hinted = parseClientFrame(bytes, MAX, { fieldCount: 2, mode: 'fixed', packRows: true, knownIds: { find: () => undefined, rowIds: () => KnownRowIds.of(known) } });
+        const hinted = parseClientFrame(bytes, MAX, { fieldCount: 2, mode: 'fixed', packRows: true, knownIds: { ids: new IdIndex(), version: 0, rowIds: () => KnownRowIds.of(known) } });
         const view = (r: ParseResult): unknown => (r.ok && isPackedRows((r.msg as { agents?: unknown }).agents) ? unpackRows((r.msg as unknown as { agents: never }).agents) : r);
         expect({ known, parsed: view(hinted) }).toEqual({ known, parsed: view(plain) });
       }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentId } from '../../src/bt/index.js';
 import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
 import { RowMemo } from '../../src/service/pool/row-memo.js';
-import { LIMITS, encode, parseClientFrame, parseSnapshotHead, type ParseOptions, type SnapshotMessage } from '../../src/protocol/index.js';
+import { LIMITS, ResultColumns, encode, parseClientFrame, parseSnapshotHead, type ParseOptions, type SnapshotMessage } from '../../src/protocol/index.js';
 
 const FIELDS = ['name'] as const;
 const DT = 0.05;
@@ -143,5 +143,46 @@ describe('RowMemo.known: the rows\' ids for the next frame', () => {
     memo.clear();
     expect(memo.known()).toBeNull();
     expect(memo.known()).toBeNull(); // nothing known after a clear
+  });
+});
+
+describe('results read with the routes of string ids (IdIndex)', () => {
+  it('reach the agent the id names when routed, even if it moved and another took its slot since the frame was read', async () => {
+    const trees = join(dir, 'trees');
+    writeFileSync(join(trees, 'work.json'), JSON.stringify({ root: { type: 'sequence', children: [{ type: 'action', action: 'work' }, { type: 'action', action: 'next', instant: true }] } }));
+    for (const workers of [0, 2]) {
+      const pool = await createAgentPool({ trees, workers });
+      await pool.ready();
+      try {
+        const s = `filed-${workers}`;
+        pool.createSession(s, { fields: FIELDS, maxAgents: 100 });
+        expect(pool.spawn(s, ['npc-a', 'npc-b'].map((id) => ({ id, tree: 'work' }))).errors).toEqual([]);
+        const names = (d: { actions: ReadonlyArray<readonly unknown[]> }): string[] => d.actions.map(([id, , action]) => `${String(id)}:${String(action)}`).toSorted();
+        expect(names(await pool.tick(s, 1, DT, DT, 1))).toEqual(['npc-a:work', 'npc-b:work']);
+        /** A snapshot's results as the service reads them: with the session's ids, so string ids come with their routes. */
+        const read = (results: unknown[], tick: number): SnapshotMessage => {
+          // (With rows: a frame of rows is the one the fast path reads, results included.)
+          const parsed = parseClientFrame(encode({ t: 'snapshot', tick, time: tick * DT, results, agents: [['npc-b', 'b']] }), LIMITS.defaultMaxFrameBytes, { ...OPTIONS, knownIds: pool.knownIds(s)! });
+          expect(parsed.ok).toBe(true);
+          const msg = (parsed as { msg: SnapshotMessage }).msg;
+          expect(msg.results, 'read by the fast path').toBeInstanceOf(ResultColumns);
+          return msg;
+        };
+        // Routed as read: npc-b's work succeeds, it goes on to `next`.
+        expect(pool.results(s, read([['npc-b', 1, 'success']], 2).results!)).toEqual([]);
+        expect(names(await pool.tick(s, 2, 2 * DT, DT, 2))).toEqual(['npc-b:next']);
+        // Read now, routed after npc-a went and npc-c came (into its slot, once freed) with work seq 1 running too.
+        const stale = read([['npc-a', 1, 'success']], 3);
+        pool.despawn(s, ['npc-a']);
+        await pool.tick(s, 3, 3 * DT, DT, 3);
+        expect(pool.spawn(s, [{ id: 'npc-c', tree: 'work' }]).errors).toEqual([]);
+        expect(names(await pool.tick(s, 4, 4 * DT, DT, 4))).toEqual(['npc-c:work']);
+        expect(pool.results(s, stale.results!).map((e) => [e.id, e.code])).toEqual([['npc-a', 'E_UNKNOWN_AGENT']]);
+        expect(names(await pool.tick(s, 5, 5 * DT, DT, 5))).toEqual([]); // npc-c's work still runs
+        pool.destroySession(s);
+      } finally {
+        await pool.close();
+      }
+    }
   });
 });

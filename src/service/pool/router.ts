@@ -39,7 +39,7 @@ class RouterSession implements KnownIds {
   readonly routes = new Map<AgentId, number>();
   /** The spawns' own reload policies (few agents name one). */
   readonly reloads = new Map<AgentId, ReloadPolicy>();
-  /** The string ids of `routes`, found from a frame's bytes: results name them without a new string each (rows.ts). */
+  /** The string ids of `routes` with their routes, found from a frame's bytes: results name them without a new string or a Map lookup each (rows.ts). */
   readonly ids = new IdIndex();
   /**
    * A cache of `routes` for small non-negative integer ids (the common case), packed `host << 24 | slot`,
@@ -89,10 +89,6 @@ class RouterSession implements KnownIds {
     this.shards = Array.from({ length: hosts }, () => new SessionShard(fields?.length ?? 0));
   }
 
-  find(bytes: Uint8Array, from: number, to: number): string | undefined {
-    return this.ids.find(bytes, from, to);
-  }
-
   rowIds(): KnownRowIds | null {
     return this.rowMemo.known();
   }
@@ -122,7 +118,7 @@ class RouterSession implements KnownIds {
   addRoute(id: AgentId, host: number, slot: number, tree: CompiledTree, label: string, reload: ReloadPolicy | undefined): void {
     this.version++;
     this.routes.set(id, (host << 24) | slot);
-    if (typeof id === 'string') this.ids.add(id);
+    if (typeof id === 'string') this.ids.set(id, (host << 24) | slot);
     if (this.scanner >= 0 && host !== this.scanner) this.scanChanged(id, (host << 24) | slot);
     const shard = this.shards[host]!;
     shard.trees[slot] = tree;
@@ -717,9 +713,12 @@ export abstract class PoolRouter implements AgentPool {
     if (results instanceof ResultColumns) {
       // Read by the fast path: every entry well-formed, only the ids to look up.
       const { ids, seqs, ok } = results;
+      // Routes found with the ids when the frame was read, if none came or went since.
+      const filed = results.version === s.version ? results.filed : null;
       for (let i = 0; i < results.count; i++) {
         const id = ids[i]!;
-        const at = s.locate(id);
+        const known = filed === null ? -1 : filed[i]!;
+        const at = known >= 0 ? known : s.locate(id);
         if (at < 0) errors.push(unknownAgent(id));
         else s.shards[at >>> 24]!.pushResult(at & 0xffffff, seqs[i]!, ok[i] === 1);
       }

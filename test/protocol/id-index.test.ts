@@ -1,0 +1,49 @@
+// IdIndex (src/protocol/results.ts): a session's string ids with their routes, in an open-addressing table that
+// results find from a frame's bytes. Filed, filed anew and deleted in any order, it answers as a Map would.
+
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { IdIndex } from '../../src/protocol/index.js';
+
+/** What `index` finds from `id`'s bytes: [id, value], or undefined. */
+function found(index: IdIndex, id: string): [string, number] | undefined {
+  const bytes = Buffer.from(id, 'latin1');
+  const slot = index.find(bytes, 0, bytes.length);
+  return slot < 0 ? undefined : [index.idAt(slot), index.valueAt(slot)];
+}
+
+describe('IdIndex', () => {
+  it('property: any sequence of set and delete leaves it answering as a Map of the ASCII ids', () => {
+    // Few distinct ids and many operations: slots collide, runs form and deletes shift entries back through them.
+    const id = fc.oneof({ weight: 10, arbitrary: fc.nat({ max: 120 }).map((n) => `k${n}`) }, fc.constantFrom('', 'é', 'x'.repeat(200)));
+    const op = fc.tuple(fc.boolean(), id, fc.integer({ min: 0, max: 0x7fffffff }));
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 50, maxLength: 400 }), (ops) => {
+        const index = new IdIndex();
+        const reference = new Map<string, number>();
+        for (const [set, key, value] of ops) {
+          if (set) index.set(key, value);
+          else index.delete(key);
+          // Only ids readId reads are kept: ASCII, 1 to 128 characters.
+          const readable = key.length >= 1 && key.length <= 128 && [...key].every((c) => c.charCodeAt(0) < 0x80);
+          if (!readable) continue;
+          if (set) reference.set(key, value);
+          else reference.delete(key);
+        }
+        for (const [, key] of ops) {
+          const v = reference.get(key);
+          expect(found(index, key)).toEqual(v === undefined ? undefined : [key, v]);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('grows past many ids and still finds each, and none it never held', () => {
+    const index = new IdIndex();
+    for (let i = 0; i < 5000; i++) index.set(`npc-${i}`, i);
+    for (let i = 0; i < 5000; i += 2) index.delete(`npc-${i}`);
+    for (let i = 0; i < 5000; i++) expect(found(index, `npc-${i}`)).toEqual(i % 2 === 0 ? undefined : [`npc-${i}`, i]);
+    expect(found(index, 'npc-5000')).toBeUndefined();
+  });
+});
