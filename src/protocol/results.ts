@@ -77,7 +77,12 @@ export class IdIndex {
   private meta = new Int32Array(2 * MIN_SLOTS);
   private keys: Array<string | undefined> = Array.from({ length: MIN_SLOTS }, () => undefined);
   private mask = MIN_SLOTS - 1;
-  private size = 0;
+  private count = 0;
+
+  /** How many ids it holds. */
+  get size(): number {
+    return this.count;
+  }
 
   /** Files `id` with `value` (again, if it was). Ids readId would not read are left out. */
   set(id: string, value: number): void {
@@ -95,7 +100,7 @@ export class IdIndex {
     meta[2 * k] = h + 1;
     meta[2 * k + 1] = value;
     keys[k] = id;
-    if (++this.size * 2 > mask + 1) this.grow();
+    if (++this.count * 2 > mask + 1) this.grow();
   }
 
   delete(id: string): void {
@@ -118,7 +123,7 @@ export class IdIndex {
     }
     meta[2 * hole] = 0;
     keys[hole] = undefined;
-    this.size--;
+    this.count--;
   }
 
   /** The slot of the id spelled by the bytes [from, to) of `bytes`, or -1: `idAt` and `valueAt` read it. */

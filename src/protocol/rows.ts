@@ -225,7 +225,8 @@ function readResults(): ResultColumns | undefined {
   const ids: AgentId[] = [];
   const seqs = new Float64Array(count);
   const ok = new Uint8Array(count);
-  const index = frameIds === null ? null : frameIds.ids;
+  // A session of integer ids has none in its index: nothing to look up, nothing to file.
+  const index = frameIds === null || frameIds.ids.size === 0 ? null : frameIds.ids;
   const filed = index === null ? null : new Int32Array(count);
   for (let i = 0; i < count; i++) {
     if (pos >= end || src[pos] !== 0x93) return undefined;
@@ -253,7 +254,7 @@ function readResults(): ResultColumns | undefined {
     ok[i] = status;
     if (filed !== null) filed[i] = value;
   }
-  return new ResultColumns(ids, seqs, ok, filed, frameIds === null ? -1 : frameIds.version);
+  return new ResultColumns(ids, seqs, ok, filed, filed === null ? -1 : frameIds!.version);
 }
 
 /** The IdIndex slot of the known id a fixstr or str8 at `pos` spells, `pos` past it; else -1, `pos` unmoved. */

@@ -45,5 +45,6 @@ describe('IdIndex', () => {
     for (let i = 0; i < 5000; i += 2) index.delete(`npc-${i}`);
     for (let i = 0; i < 5000; i++) expect(found(index, `npc-${i}`)).toEqual(i % 2 === 0 ? undefined : [`npc-${i}`, i]);
     expect(found(index, 'npc-5000')).toBeUndefined();
+    expect(index.size).toBe(2500);
   });
 });
