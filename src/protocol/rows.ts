@@ -517,6 +517,10 @@ function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32
     } else if (first === 0xcd && p + 3 <= last) {
       ids[i] = (bytes[p + 1]! << 8) | bytes[p + 2]!;
       p += 3;
+    } else if (first === 0xce && p + 5 <= last) {
+      // A uint32: sparse ids such as k·1,000,000 + i (readId reads them the same, through readNumber).
+      ids[i] = ((bytes[p + 1]! << 24) | (bytes[p + 2]! << 16) | (bytes[p + 3]! << 8) | bytes[p + 4]!) >>> 0;
+      p += 5;
     } else {
       const to = known !== null ? knownRowEnd(known, i, bytes, p, last) : -1;
       if (to >= 0) {

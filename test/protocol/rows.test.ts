@@ -107,6 +107,7 @@ describe('snapshot rows fast path', () => {
 
   const id = fc.oneof(
     fc.integer({ min: -1000, max: 100_000 }),
+    fc.integer({ min: 65_536, max: 2 ** 32 - 1 }),
     fc.constantFrom(2 ** 32, -(2 ** 31) - 1, 2 ** 53 - 1, 2 ** 53, 2 ** 60, 0.5),
     fc.string({ maxLength: 130 }),
     fc.string({ unit: 'binary', maxLength: 8 }),
@@ -122,7 +123,7 @@ describe('snapshot rows fast path', () => {
     fc.dictionary(fc.string({ maxLength: 4 }), number, { maxKeys: 2 }),
   );
 
-  const simpleId = fc.oneof(fc.integer({ min: -1000, max: 100_000 }), fc.stringMatching(/^[a-z0-9-]{1,12}$/));
+  const simpleId = fc.oneof(fc.integer({ min: -1000, max: 100_000 }), fc.integer({ min: 2 ** 31, max: 2 ** 32 - 1 }), fc.stringMatching(/^[a-z0-9-]{1,12}$/));
   const simpleValue = fc.oneof(number, fc.boolean(), fc.constant(null), fc.stringMatching(/^[a-z]{0,8}$/), fc.array(number, { maxLength: 4 }));
   const goodFields = fc.record(
     {
