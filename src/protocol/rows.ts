@@ -237,6 +237,12 @@ function readResults(): ResultColumns | undefined {
     if (first <= 0x7f) {
       id = first;
       pos++;
+    } else if (first === 0xcd && pos + 3 <= end) {
+      id = (src[pos + 1]! << 8) | src[pos + 2]!;
+      pos += 3;
+    } else if (first === 0xce && pos + 5 <= end) {
+      id = ((src[pos + 1]! << 24) | (src[pos + 2]! << 16) | (src[pos + 3]! << 8) | src[pos + 4]!) >>> 0;
+      pos += 5;
     } else {
       const slot = index === null ? -1 : knownId(index);
       if (slot >= 0) {

@@ -298,7 +298,7 @@ describe('snapshot rows fast path', () => {
     const rows = new RowWriter(['a']);
     add(rows, 1, 2);
     const entry = fc.oneof(
-      { weight: 6, arbitrary: fc.tuple(fc.oneof(fc.integer({ min: -1000, max: 100_000 }), fc.stringMatching(/^[a-z0-9-]{1,12}$/)), fc.integer({ min: 1, max: 2 ** 40 }), fc.constantFrom('success', 'failure')) },
+      { weight: 6, arbitrary: fc.tuple(fc.oneof(fc.integer({ min: -1000, max: 100_000 }), fc.integer({ min: 2 ** 31, max: 2 ** 32 + 5 }), fc.stringMatching(/^[a-z0-9-]{1,12}$/)), fc.integer({ min: 1, max: 2 ** 40 }), fc.constantFrom('success', 'failure')) },
       fc.tuple(id, fc.oneof(fc.nat(), fc.double(), fc.string({ maxLength: 2 })), fc.constantFrom('success', 'failure', 'maybe', '')),
       fc.array(fc.nat(), { maxLength: 4 }),
     );
