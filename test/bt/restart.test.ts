@@ -51,3 +51,22 @@ describe('Agent.restartOn', () => {
     expect(old.restartOn(v2).stopped).toBe(false);
   });
 });
+
+describe('Agent.out between ticks', () => {
+  test('each tick and each halt writes to the sink it was given, never to an earlier one', () => {
+    const tree = compile({ root: { type: 'sequence', children: [{ type: 'action', action: 'walk' }, { type: 'action', action: 'look', instant: true }] } });
+    const agent = new Agent(tree, 'orc');
+    const first = sink();
+    const second = sink();
+    const third = sink();
+    agent.tick(1, 0.05, first.out);
+    agent.tick(1.05, 0.05, first.out);
+    agent.halt(second.out);
+    agent.tick(1.1, 0.05, third.out);
+    agent.deliverResult(2, true);
+    agent.tick(1.15, 0.05, third.out);
+    expect(first.log).toEqual(['action 1 walk {}']);
+    expect(second.log).toEqual(['cancel 1']);
+    expect(third.log).toEqual(['action 2 walk {}', 'action 3 look {}', 'done success']);
+  });
+});
