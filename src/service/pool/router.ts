@@ -12,7 +12,7 @@ import type { TreeLibrary } from '../../bt/library.js';
 import { transferList, type FromHost, type HostRequest, type StageOrder, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
-import { IdIndex, Msg, type KnownRowIds, ResultColumns, isAgentId, isPackedRows, stagedAsFrameRows, type KnownIds, type PackedRows, type ResultList, type StagedRows } from '../../protocol/index.js';
+import { IdIndex, Msg, ResultColumns, isAgentId, isPackedRows, stagedAsFrameRows, type KnownIds, type KnownRowIds, type PackedRows, type ResultList, type StagedRows } from '../../protocol/index.js';
 import { LodTable, badEvery } from './lod.js';
 import { MISS, RowMemo } from './row-memo.js';
 
@@ -39,7 +39,10 @@ class RouterSession implements KnownIds {
   readonly routes = new Map<AgentId, number>();
   /** The spawns' own reload policies (few agents name one). */
   readonly reloads = new Map<AgentId, ReloadPolicy>();
-  /** The string ids of `routes` with their routes, found from a frame's bytes: results name them without a new string or a Map lookup each (rows.ts). */
+  /**
+   * The string ids of `routes` with their routes, found from a frame's bytes: results name them without a new string
+   * or a Map lookup each (rows.ts).
+   */
   readonly ids = new IdIndex();
   /**
    * A cache of `routes` for small non-negative integer ids (the common case), packed `host << 24 | slot`,
