@@ -23,14 +23,16 @@ export class KnownRowIds {
     this.ends = ends;
   }
 
-  static of(list: readonly AgentId[]): KnownRowIds {
-    const ids = list.slice();
-    const ends = new Int32Array(ids.length);
+  /** The known ids of `list`, or null when none is a string readId reads (integer ids read fast as they are). */
+  static of(list: readonly AgentId[]): KnownRowIds | null {
+    const ends = new Int32Array(list.length);
     let total = 0;
-    for (let i = 0; i < ids.length; i++) {
-      total += readable(ids[i]!);
+    for (let i = 0; i < list.length; i++) {
+      total += readable(list[i]!);
       ends[i] = total;
     }
+    if (total === 0) return null;
+    const ids = list.slice();
     const bytes = new Uint8Array(total);
     let at = 0;
     for (let i = 0; i < ids.length; i++) {

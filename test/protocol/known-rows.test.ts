@@ -15,7 +15,7 @@ function framed(value: unknown, header?: number[]): { bytes: Uint8Array; at: num
 describe('KnownRowIds', () => {
   const long = 'x'.repeat(LIMITS.maxAgentIdLength);
   const ids: AgentId[] = ['npc-1', 7, '', 'n\u00e9', 'x'.repeat(LIMITS.maxAgentIdLength + 1), long, 'a'];
-  const known = KnownRowIds.of(ids);
+  const known = KnownRowIds.of(ids)!;
 
   it('lays out the characters of the string ids readId reads, nothing for the others', () => {
     expect(Array.from(known.ends)).toEqual([5, 5, 5, 5, 5, 5 + long.length, 6 + long.length]);
@@ -49,6 +49,12 @@ describe('KnownRowIds', () => {
     const list: AgentId[] = ['a', 'b'];
     const k = KnownRowIds.of(list);
     list[0] = 'c';
-    expect(k.ids).toEqual(['a', 'b']);
+    expect(k?.ids).toEqual(['a', 'b']);
+  });
+
+  it('is null for ids of which none is a string readId reads: integer ids read fast as they are', () => {
+    expect(KnownRowIds.of([1, 2, 3_000_000])).toBeNull();
+    expect(KnownRowIds.of(['', 'n\u00e9', 4])).toBeNull();
+    expect(KnownRowIds.of([])).toBeNull();
   });
 });

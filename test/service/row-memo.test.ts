@@ -143,6 +143,13 @@ describe('RowMemo.known: the rows\' ids for the next frame', () => {
     memo.clear();
     expect(memo.known()).toBeNull();
     expect(memo.known()).toBeNull(); // nothing known after a clear
+    // Integer ids only: nothing to give (they read fast as they are), however still.
+    [3_000_001, 3_000_002].forEach((id, i) => memo.set(i, id, i));
+    expect(memo.known()).toBeNull();
+    expect(memo.known()).toBeNull();
+    memo.set(2, 'npc-9', 2);
+    expect(memo.known()).toBeNull();
+    expect(memo.known()?.ids).toEqual([3_000_001, 3_000_002, 'npc-9']);
   });
 });
 

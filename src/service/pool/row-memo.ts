@@ -17,7 +17,7 @@ export class RowMemo {
   private version = 0;
   /** `version` at the last `known()` call. */
   private seen = -1;
-  /** The rows' ids for the frame readers, made at `rowsVersion` (null: not made since). */
+  /** The rows' ids for the frame readers as made at `rowsVersion` (null: none to give, no string among them). */
   private rows: KnownRowIds | null = null;
   private rowsVersion = -1;
 
@@ -53,10 +53,10 @@ export class RowMemo {
    * every frame, for nothing).
    */
   known(): KnownRowIds | null {
-    if (this.rows !== null && this.rowsVersion === this.version) return this.rows;
+    if (this.rowsVersion === this.version) return this.rows;
     const still = this.seen === this.version;
     this.seen = this.version;
-    if (!still || this.ids.length === 0) return null;
+    if (!still) return null;
     this.rows = KnownRowIds.of(this.ids);
     this.rowsVersion = this.version;
     return this.rows;
