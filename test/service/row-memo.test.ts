@@ -1,6 +1,8 @@
 // The row position memo (src/service/pool/row-memo.ts): rows find their agents by their position in the last frame
 // first. Whatever the ids (dense, sparse, strings), however the rows are reordered, and whoever comes and goes between
 // frames — an id despawned and another spawned into its slot, in its row position — every agent must see its own row.
+// The same goes for what the frame readers are handed from it (the ids the rows named, RowMemo.known) and for the
+// routes that results naming string ids are read with (the session's IdIndex): never another agent's.
 
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
