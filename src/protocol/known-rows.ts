@@ -34,12 +34,10 @@ export class KnownRowIds {
     if (total === 0) return null;
     const ids = list.slice();
     const bytes = new Uint8Array(total);
-    let at = 0;
     for (let i = 0; i < ids.length; i++) {
-      const id = ids[i]!;
-      if (typeof id !== 'string' || at === ends[i]) continue;
-      for (let k = 0; k < id.length; k++) bytes[at + k] = id.charCodeAt(k);
-      at = ends[i]!;
+      const at = i === 0 ? 0 : ends[i - 1]!;
+      // A string readId reads where the row has room; nothing else has any.
+      for (let k = 0; k < ends[i]! - at; k++) bytes[at + k] = (ids[i] as string).charCodeAt(k);
     }
     return new KnownRowIds(ids, bytes, ends);
   }

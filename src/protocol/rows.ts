@@ -231,18 +231,12 @@ function readResults(): ResultColumns | undefined {
   for (let i = 0; i < count; i++) {
     if (pos >= end || src[pos] !== 0x93) return undefined;
     pos++;
-    const first = src[pos]!;
     let id: AgentId | undefined;
     let value = -1;
-    if (first <= 0x7f) {
-      id = first;
-      pos++;
-    } else if (first === 0xcd && pos + 3 <= end) {
-      id = (src[pos + 1]! << 8) | src[pos + 2]!;
-      pos += 3;
-    } else if (first === 0xce && pos + 5 <= end) {
-      id = ((src[pos + 1]! << 24) | (src[pos + 2]! << 16) | (src[pos + 3]! << 8) | src[pos + 4]!) >>> 0;
-      pos += 5;
+    const uint = uintIdAt(src, pos, end);
+    if (uint >= 0) {
+      id = uint;
+      pos += uintIdWidth(src[pos]!);
     } else {
       const slot = index === null ? -1 : knownId(index);
       if (slot >= 0) {
@@ -396,11 +390,11 @@ function readRows(width: number): ColumnRows | undefined {
   for (let i = 0; i < count; i++) {
     if (p >= last || bytes[p] !== header) return undefined;
     p++;
-    // The id: a positive fixint inline, anything else through readId.
-    const first = bytes[p]!;
-    if (first <= 0x7f) {
-      ids.push(first);
-      p++;
+    // The id: an unsigned integer of up to 32 bits inline, anything else through readId.
+    const uint = uintIdAt(bytes, p, last);
+    if (uint >= 0) {
+      ids.push(uint);
+      p += uintIdWidth(bytes[p]!);
     } else {
       pos = p;
       const id = readId();
@@ -516,17 +510,10 @@ function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32
   for (let i = 0; i < count; i++) {
     if (p >= last || bytes[p] !== header) return false;
     p++;
-    const first = bytes[p]!;
-    if (first <= 0x7f) {
-      ids[i] = first;
-      p++;
-    } else if (first === 0xcd && p + 3 <= last) {
-      ids[i] = (bytes[p + 1]! << 8) | bytes[p + 2]!;
-      p += 3;
-    } else if (first === 0xce && p + 5 <= last) {
-      // A uint32: sparse ids such as k·1,000,000 + i (readId reads them the same, through readNumber).
-      ids[i] = ((bytes[p + 1]! << 24) | (bytes[p + 2]! << 16) | (bytes[p + 3]! << 8) | bytes[p + 4]!) >>> 0;
-      p += 5;
+    const uint = uintIdAt(bytes, p, last);
+    if (uint >= 0) {
+      ids[i] = uint;
+      p += uintIdWidth(bytes[p]!);
     } else {
       const to = known !== null ? knownRowEnd(known, i, bytes, p, last) : -1;
       if (to >= 0) {
@@ -835,6 +822,24 @@ function readNumber(): number {
   }
   if (x !== x) lastWasNaN = true;
   return x;
+}
+
+/**
+ * The id at byte `p` of `bytes` when it is an unsigned integer of up to 32 bits (a positive fixint, a uint16, a uint32:
+ * sparse ids such as k·1,000,000 + i are uint32s), taking uintIdWidth bytes; -1 for any other id, or one cut by
+ * `last`. readId reads these the same, through readNumber: the readers of rows and results take them inline.
+ */
+function uintIdAt(bytes: Uint8Array, p: number, last: number): number {
+  const b = bytes[p]!;
+  if (b <= 0x7f) return b;
+  if (b === 0xcd && p + 3 <= last) return (bytes[p + 1]! << 8) | bytes[p + 2]!;
+  if (b === 0xce && p + 5 <= last) return ((bytes[p + 1]! << 24) | (bytes[p + 2]! << 16) | (bytes[p + 3]! << 8) | bytes[p + 4]!) >>> 0;
+  return -1;
+}
+
+/** The bytes of an id uintIdAt read, from its first byte. */
+function uintIdWidth(first: number): number {
+  return first <= 0x7f ? 1 : first === 0xcd ? 3 : 5;
 }
 
 /** An agent id: an integer (safe) or a string of 1–128 ASCII characters; undefined to give up. */
