@@ -14,7 +14,7 @@ import { ErrorCode } from '../protocol/index.js';
 import { HttpErrorCode, respond, setUpBodies } from './http/http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
 import { createAgentPool, type AgentPool } from './pool/index.js';
-import { warmUp, warmUpSession, type WarmupResult } from './warmup.js';
+import { warmUp, warmUpSession, warmupFields, LATER_TICKS, WARMUP_TICKS, type WarmupResult } from './warmup.js';
 import { Recordings, recordingRoutes } from './recording/recordings.js';
 import { SessionRegistry, WARMUP_REASON } from './sessions/registry.js';
 import { sessionRoutes } from './http/sessions.js';
@@ -251,10 +251,12 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       const port = typeof address === 'object' && address !== null ? address.port : config.port;
       await pool.ready();
       // The first game servers should not run the service's cold code (warmup.ts); plugin code is never ticked here.
-      const ticks = config.plugins === null ? 5 : 0;
-      const warm = (warmup.pool = await warmUp(pool, live.library.names(), { agents: tuning.warmupAgents, rounds: 3, ticks, maxFrameBytes: config.maxFrameBytes }));
+      const ticks = config.plugins === null ? WARMUP_TICKS : 0;
+      // Observations with the fields the trees read, so that their branches run (and are compiled) here: warmup.ts, WarmGame.
+      const fields = warmupFields(live.library.names().map((t) => live.library.get(t)?.observed ?? { self: [], world: [] }));
+      const warm = (warmup.pool = await warmUp(pool, live.library.names(), { agents: tuning.warmupAgents, rounds: 3, ticks, maxFrameBytes: config.maxFrameBytes, fields }));
       if (warm.error !== undefined) logger.warn({ err: warm.error }, 'start-up warm-up stopped early');
-      else if (warm.agents > 0) logger.debug({ ms: Math.round(warm.ms), agents: warm.agents, ticks: warm.ticks }, 'start-up warm-up done');
+      else if (warm.agents > 0) logger.debug({ ms: Math.round(warm.ms), agents: warm.agents, ticks: warm.ticks, actions: warm.actions, results: warm.results, stopped: warm.stopped }, 'start-up warm-up done');
       // Then the connection and session layer, through a real loopback WebSocket (ws.ts, sessions, replies).
       if (tuning.warmupAgents > 0 && tuning.warmupSession && ctx.phase === 'starting') {
         ctx.warmupKey = randomUUID();
@@ -264,15 +266,16 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
           trees: live.library.names(),
           agents: Math.min(tuning.warmupAgents + tuning.warmupAgents / 4, config.maxAgents),
           rounds: 2,
-          ticks,
+          ticks: Math.min(ticks, LATER_TICKS),
           maxFrameBytes: config.maxFrameBytes,
+          fields,
         }));
         // Whatever it left (a socket dropped early keeps no session for a resume before the service is ready).
         await Promise.all(ctx.sessions.list().map((s) => ctx.sessions.free(s, WARMUP_REASON)));
         ctx.warmupKey = null;
         metrics.resetTraffic();
         if (session.error !== undefined) logger.warn({ err: session.error }, 'start-up warm-up of the session layer stopped early');
-        else logger.debug({ ms: Math.round(session.ms), agents: session.agents, ticks: session.ticks }, 'start-up warm-up of the session layer done');
+        else logger.debug({ ms: Math.round(session.ms), agents: session.agents, ticks: session.ticks, actions: session.actions, results: session.results, stopped: session.stopped }, 'start-up warm-up of the session layer done');
       }
       if (ctx.phase === 'starting') ctx.phase = 'ready';
       logger.info({ host: config.host, port, trees: treeNames.length, workers: pool.workerCount }, 'canopy listening');

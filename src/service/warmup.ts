@@ -4,7 +4,9 @@
 // first would pay for it, all at once, in their first seconds. So before the service says it is ready, it runs the
 // same code on agents of its own: spawn frames decoded and routed, agents created on every worker, snapshot
 // frames read by the fast path and routed, ticks (only when no plugin is loaded: built-in nodes have no effect
-// outside the agent), a despawn, then the session is dropped. No game server sees any of it.
+// outside the agent), a despawn, then the session is dropped. No game server sees any of it. The ticks play a small
+// game (WarmGame) with the fields the trees read, so that the trees' branches run here rather than in a game's first
+// seconds, where each branch run for the first time threw the tree's optimized code away.
 
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -12,8 +14,135 @@ import { WebSocket, type RawData } from 'ws';
 import { PROTOCOL_VERSION, decode, encode, encodeDecisions, parseClientFrame, type AgentId, type PackedRows } from '../protocol/index.js';
 import { frameFields, type AgentPool, type SpawnEntry } from './pool/index.js';
 
-/** Observation fields of the warm-up session: the value kinds of the fast path (number, boolean, null, [x, y]). */
+/** Observation fields of the warm-up when the trees read none of `self`'s: the value kinds of the fast path (number, boolean, null, [x, y]). */
 const FIELDS = ['warmA', 'warmB', 'warmC', 'warmD'];
+/** Ticks of the pool warm-up's first round (without plugins): enough for its game to run the trees' branches (WarmGame). */
+export const WARMUP_TICKS = 30;
+/** Ticks of its later rounds, and of each round of the session layer's warm-up (ws frames, results read on the main thread). */
+export const LATER_TICKS = 5;
+/** At most this many of the fields the trees read are given values (a row of hundreds of fields would only slow the warm-up). */
+const MAX_FIELDS = 32;
+
+/** What the warm-up's game gives values to: observation fields, and fields of the world state. */
+export interface WarmupFields {
+  readonly self: readonly string[];
+  readonly world: readonly string[];
+}
+
+/**
+ * The warm-up's fields: the `self` and `world` fields the trees read (TreeReads), so that their conditions go both ways
+ * and their branches run; FIELDS for `self` when they read none.
+ */
+export function warmupFields(reads: ReadonlyArray<{ readonly self: readonly string[]; readonly world: readonly string[] }>): WarmupFields {
+  const self = [...new Set(reads.flatMap((r) => r.self))].filter((f) => f !== TAG).slice(0, MAX_FIELDS);
+  const world = [...new Set(reads.flatMap((r) => r.world))].slice(0, MAX_FIELDS);
+  // TAG first: the warm-up's observation objects then never share a hidden class with a game's that declares the same
+  // fields in the same order, whose field representations the warm-up's mixed kinds of values would generalize.
+  return { self: self.length > 0 ? [TAG, ...self] : FIELDS, world };
+}
+
+/** The warm-up's own first observation field (no tree reads it). */
+const TAG = 'canopyWarmup';
+
+/** A small integer hash (xorshift-multiply): the warm-up's values are varied but the same from run to run. */
+function mix(x: number): number {
+  let h = Math.imul(x ^ (x >>> 16), 0x45d9f3b);
+  h = Math.imul(h ^ (h >>> 16), 0x45d9f3b);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** Numbers a game's fields hold: zero, small and large, negative, fractional (thresholds in trees fall between them). */
+const NUMBERS = [0, 1, 2, 3, 4, 5, 8, 10, 12, 15, 20, 25, 30, 40, 50, 60, 75, 90, 100, 150, -1, -10, 0.5, 2.5, 7.5];
+/** Coordinates of points: near each other, so that distances fall on both sides of a tree's ranges. */
+const COORDINATES = [0, 0.5, 1, 2, 3, 5, 8, 12, 20];
+/** Seconds between the warm-up's ticks, cycled: mostly a 20 Hz step, sometimes long ones, so waits, cooldowns and timeouts end. */
+const STEPS = [0.05, 0.05, 0.05, 0.5, 0.05, 2];
+
+/**
+ * The warm-up's game: a value per agent and field that changes every few ticks (each agent gives each field one kind:
+ * mostly numbers, some booleans, [x, y] pairs and nulls), and a result for most actions a tick or three after they
+ * were issued (success or failure). A tree's code is optimized with what its first ticks ran; a branch that had never
+ * run stops the optimized code when it first does, and the tree is compiled again: in the first seconds of the load
+ * generator's game, about thirty compilations of the tree a worker (docs/capacity.md, *Round fifteen*). With the
+ * branches run here, that happens before the service says it is ready.
+ */
+export class WarmGame {
+  private readonly due = new Map<number, Array<[AgentId, number, 'success' | 'failure']>>();
+  time = 0;
+  /** Names of the actions the trees issued, results sent, agents stopped with an error: what the warm-up ran. */
+  readonly actions = new Set<string>();
+  results = 0;
+  stopped = 0;
+
+  constructor(
+    private readonly fields: WarmupFields,
+    private readonly ids: readonly AgentId[],
+  ) {}
+
+  /** The snapshot of tick `t` (from 1): rows of every agent, the results due, and the tick's time. */
+  snapshot(t: number): Record<string, unknown> {
+    const dt = STEPS[t % STEPS.length]!;
+    this.time += dt;
+    const phase = Math.floor(t / 3);
+    const self = this.fields.self;
+    const rows = this.ids.map((id, i) => {
+      const row: unknown[] = [id];
+      for (let k = 0; k < self.length; k++) row.push(value(mix(i * 64 + k), mix((i * 64 + k) * 977 + phase)));
+      return row;
+    });
+    const results = this.due.get(t) ?? [];
+    this.due.delete(t);
+    this.results += results.length;
+    // The world's fields change kind from phase to phase (it is one value for all agents): lists of points among them.
+    const world = this.fields.world.length === 0 ? null : Object.fromEntries(this.fields.world.map((f, k) => [f, worldValue(phase + k, mix(k * 7919 + phase))]));
+    return { t: 'snapshot', tick: t, time: this.time, agents: rows, ...(world !== null ? { world } : {}), ...(results.length > 0 ? { results } : {}) };
+  }
+
+  /** The seconds tick `t` advanced time by (after snapshot(t)). */
+  dt(t: number): number {
+    return STEPS[t % STEPS.length]!;
+  }
+
+  /** Takes tick `t`'s decisions (a decoded `decisions` frame): most actions get a result a tick or three later. */
+  decided(t: number, frame: Record<string, unknown>): void {
+    const errors = frame['errors'];
+    if (Array.isArray(errors)) this.stopped += errors.length;
+    const actions = frame['actions'];
+    if (!Array.isArray(actions)) return;
+    for (const a of actions as unknown[]) {
+      if (!Array.isArray(a)) continue;
+      const [id, seq, name] = a as [AgentId, number, string];
+      this.actions.add(name);
+      const h = mix(seq * 131 + t);
+      if (h % 8 === 0) continue; // some never answered: timeouts and aborts cancel them
+      const when = t + 1 + (h % 3);
+      let list = this.due.get(when);
+      if (list === undefined) this.due.set(when, (list = []));
+      list.push([id, seq, (h >>> 3) % 4 === 0 ? 'failure' : 'success']);
+    }
+  }
+}
+
+/** Kinds for value(): a number, a point, null. */
+const NUMBER = 0;
+const POINT = 17;
+const NULL = 19;
+
+/** A world field's value, its kind taken in turn (a point, a list of points, a number, null), the value by `which`. */
+function worldValue(turn: number, which: number): unknown {
+  const k = turn % 4;
+  if (k === 1) return Array.from({ length: 1 + (which % 5) }, (_, j) => value(POINT, mix(which + j)));
+  return value(k === 0 ? POINT : k === 2 ? NUMBER : NULL, which);
+}
+
+/** An agent's value of a field: its kind fixed by `kind` (mostly numbers), the value by `which`. */
+function value(kind: number, which: number): unknown {
+  const k = kind % 20;
+  if (k < 11) return NUMBERS[which % NUMBERS.length]!;
+  if (k < 14) return (which & 1) === 0;
+  if (k < 19) return [COORDINATES[which % COORDINATES.length]!, COORDINATES[(which >>> 8) % COORDINATES.length]!];
+  return null;
+}
 
 /** What a warm-up did: how long it took, the agents it spawned and freed, the ticks it ran, why it stopped early. */
 export interface WarmupResult {
@@ -22,7 +151,24 @@ export interface WarmupResult {
   readonly ticks: number;
   /** The pool's warm-up: workers that held its agents (0 inline). */
   readonly workers?: number;
+  /** Names of the actions its agents issued (sorted), results it sent them, agents stopped with an error (WarmGame). */
+  readonly actions?: readonly string[];
+  readonly results?: number;
+  readonly stopped?: number;
   readonly error?: string;
+}
+
+/** What the warm-up games ran, for WarmupResult. */
+function played(games: readonly WarmGame[]): { actions: string[]; results: number; stopped: number } {
+  const actions = new Set<string>();
+  let results = 0;
+  let stopped = 0;
+  for (const g of games) {
+    for (const a of g.actions) actions.add(a);
+    results += g.results;
+    stopped += g.stopped;
+  }
+  return { actions: [...actions].toSorted(), results, stopped };
 }
 
 export interface WarmupOptions {
@@ -30,9 +176,15 @@ export interface WarmupOptions {
   readonly agents: number;
   /** Rounds: each spawns, ticks and despawns `agents` agents. */
   readonly rounds: number;
-  /** Ticks per round; 0 to only spawn and despawn (trees with plugin code are never ticked here). */
+  /**
+   * Ticks of the first round, long enough for the game to run the trees' branches (WarmGame); later rounds, which
+   * warm spawning and freeing again, tick at most LATER_TICKS times. 0 to only spawn and despawn (trees with plugin
+   * code are never ticked here).
+   */
   readonly ticks: number;
   readonly maxFrameBytes: number;
+  /** What the game gives values to (warmupFields); default FIELDS for `self`, nothing of the world. */
+  readonly fields?: WarmupFields;
 }
 
 /**
@@ -45,36 +197,42 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
   let ticks = 0;
   let workers = 0;
   if (o.agents <= 0 || o.rounds <= 0 || trees.length === 0) return { ms: 0, agents: 0, ticks: 0, workers: 0 };
-  const parse = (msg: Record<string, unknown>) => parseClientFrame(encode(msg), o.maxFrameBytes, { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true });
+  const fields = o.fields ?? { self: FIELDS, world: [] };
+  const parse = (msg: Record<string, unknown>) => parseClientFrame(encode(msg), o.maxFrameBytes, { fieldCount: fields.self.length, mode: 'lockstep', packRows: true });
   const count = Math.max(1, Math.min(pool.workerCount, o.agents));
+  const games: WarmGame[] = [];
   for (let round = 0; round < o.rounds; round++) {
-    const sessions: Array<{ name: string; ids: AgentId[] }> = [];
+    const sessions: Array<{ name: string; ids: AgentId[]; game: WarmGame }> = [];
     try {
       for (let k = 0; k < count; k++) {
         const name = `warmup-${randomUUID()}`;
-        pool.createSession(name, { fields: FIELDS, maxAgents: o.agents });
+        pool.createSession(name, { fields: fields.self, maxAgents: o.agents });
         // Dense, sparse and string ids, so each path of the id handling is warm.
         const from = Math.floor((k * o.agents) / count);
         const ids: AgentId[] = Array.from({ length: Math.floor(((k + 1) * o.agents) / count) - from }, (_, j) => {
           const i = from + j;
           return i % 3 === 0 ? i : i % 3 === 1 ? 1_000_000 + i : `warm-${i}`;
         });
-        sessions.push({ name, ids });
+        const game = new WarmGame(fields, ids);
+        games.push(game);
+        sessions.push({ name, ids, game });
         const spawn = parse({ t: 'spawn', id: 1, agents: ids.map((id, i) => ({ id, tree: trees[(from + i) % trees.length]!, seed: from + i })) });
         if (!spawn.ok || spawn.msg.t !== 'spawn') throw new Error(`warm-up spawn frame refused: ${spawn.ok ? spawn.msg.t : spawn.message}`);
         const entries: SpawnEntry[] = spawn.msg.agents.map((a) => ({ id: a.id, tree: a.tree, ...(a.seed !== undefined ? { seed: a.seed } : {}) }));
         pool.spawn(name, entries);
       }
       workers = Math.max(workers, pool.workerStats().filter((w) => w.agents > 0).length);
-      for (let t = 1; t <= o.ticks; t++) {
+      const roundTicks = round === 0 ? o.ticks : Math.min(o.ticks, LATER_TICKS);
+      for (let t = 1; t <= roundTicks; t++) {
         await Promise.all(
-          sessions.map(async ({ name, ids }) => {
-            const rows = ids.map((id, i) => [id, (i * 7 + t) % 100, (i + t) % 3 === 0, (i + t) % 5 === 0 ? null : i * 0.5, [i * 0.25, t * 0.5]]);
-            const snapshot = parse({ t: 'snapshot', tick: t, time: t * 0.05, agents: rows });
-            if (!snapshot.ok || snapshot.msg.t !== 'snapshot') throw new Error('warm-up snapshot frame refused');
+          sessions.map(async ({ name, game }) => {
+            const snapshot = parse(game.snapshot(t));
+            if (!snapshot.ok || snapshot.msg.t !== 'snapshot') throw new Error(`warm-up snapshot frame refused: ${snapshot.ok ? snapshot.msg.t : snapshot.message}`);
             pool.observe(name, snapshot.msg.agents as PackedRows, false);
-            const d = await pool.tick(name, t, t * 0.05, 0.05, t);
-            encodeDecisions(frameFields(d, t, t));
+            if (snapshot.msg.results !== undefined) pool.results(name, snapshot.msg.results);
+            if (snapshot.msg.world !== undefined) pool.setWorld(name, snapshot.msg.world);
+            const d = await pool.tick(name, t, game.time, game.dt(t), t);
+            game.decided(t, decode(encodeDecisions(frameFields(d, t, t))) as Record<string, unknown>);
           }),
         );
         ticks++;
@@ -84,7 +242,7 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
         if (despawn.ok && despawn.msg.t === 'despawn') pool.despawn(name, despawn.msg.ids);
       }
     } catch (err) {
-      return { ms: performance.now() - started, agents: o.agents * round, ticks, workers, error: err instanceof Error ? err.message : String(err) };
+      return { ms: performance.now() - started, agents: o.agents * round, ticks, workers, ...played(games), error: err instanceof Error ? err.message : String(err) };
     } finally {
       // A pool closed meanwhile (a shutdown during start-up) has nothing left to free.
       for (const { name } of sessions) {
@@ -96,7 +254,7 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
       }
     }
   }
-  return { ms: performance.now() - started, agents: o.agents * o.rounds, ticks, workers };
+  return { ms: performance.now() - started, agents: o.agents * o.rounds, ticks, workers, ...played(games) };
 }
 
 export interface SessionWarmupOptions {
@@ -111,6 +269,8 @@ export interface SessionWarmupOptions {
   /** Lockstep ticks per round; 0 to only spawn and despawn (plugin code is never ticked here). */
   readonly ticks: number;
   readonly maxFrameBytes: number;
+  /** What the game gives values to (warmupFields); default FIELDS for `self`, nothing of the world. */
+  readonly fields?: WarmupFields;
   /** The whole warm-up gives up after this long (default 30 s). */
   readonly timeoutMs?: number;
 }
@@ -130,22 +290,25 @@ export async function warmUpSession(o: SessionWarmupOptions): Promise<WarmupResu
   const deadline = started + (o.timeoutMs ?? 30_000);
   let ticks = 0;
   let done = 0;
+  const games: WarmGame[] = [];
   try {
     for (let round = 0; round < o.rounds; round++) {
       const socket = await LoopbackSocket.open(o.url, o.headers, deadline);
       try {
-        socket.send({ t: 'hello', v: PROTOCOL_VERSION, mode: 'lockstep', fields: FIELDS });
+        const fields = o.fields ?? { self: FIELDS, world: [] };
+        socket.send({ t: 'hello', v: PROTOCOL_VERSION, mode: 'lockstep', fields: fields.self });
         await socket.next('welcome');
         const ids: AgentId[] = Array.from({ length: agents }, (_, i) => (i % 3 === 0 ? i : i % 3 === 1 ? 1_000_000 + i : `warm-${i}`));
-        const snapshot = (t: number) => ({ t: 'snapshot', tick: t, time: t * 0.05, agents: ids.map((id, i) => [id, (i * 7 + t) % 100, (i + t) % 3 === 0, (i + t) % 5 === 0 ? null : i * 0.5, [i * 0.25, t * 0.5]]) });
+        const game = new WarmGame(fields, ids);
+        games.push(game);
         socket.send({ t: 'spawn', id: 1, agents: ids.map((id, i) => ({ id, tree: o.trees[i % o.trees.length]!, seed: i })) });
         // The first snapshot right behind the spawn, as a game server that ticks at once sends it.
-        if (o.ticks > 0) socket.send(snapshot(1));
+        if (o.ticks > 0) socket.send(game.snapshot(1));
         const spawned = await socket.next('spawned');
         if (!Array.isArray(spawned['ids']) || spawned['ids'].length !== agents) throw new Error(`warm-up spawn answered ${JSON.stringify(spawned['errors'] ?? null).slice(0, 200)}`);
         for (let t = 1; t <= o.ticks; t++) {
-          if (t > 1) socket.send(snapshot(t));
-          await socket.next('decisions');
+          if (t > 1) socket.send(game.snapshot(t));
+          game.decided(t, await socket.next('decisions'));
           ticks++;
         }
         socket.send({ t: 'despawn', id: 2, ids });
@@ -158,9 +321,9 @@ export async function warmUpSession(o: SessionWarmupOptions): Promise<WarmupResu
       }
     }
   } catch (err) {
-    return { ms: performance.now() - started, agents: done, ticks, error: err instanceof Error ? err.message : String(err) };
+    return { ms: performance.now() - started, agents: done, ticks, ...played(games), error: err instanceof Error ? err.message : String(err) };
   }
-  return { ms: performance.now() - started, agents: done, ticks };
+  return { ms: performance.now() - started, agents: done, ticks, ...played(games) };
 }
 
 /** A bare client socket for the warm-up: frames in order, the first `error` or `goodbye` fails the wait. */

@@ -6,8 +6,9 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
-import { warmUp } from '../../src/service/warmup.js';
+import { WarmGame, WARMUP_TICKS, warmUp, warmupFields } from '../../src/service/warmup.js';
 import { LIMITS } from '../../src/protocol/index.js';
+import { TreeLibrary } from '../../src/bt/index.js';
 import { RawClient, http, start, type Running } from './harness.js';
 
 const TREES = resolve('trees');
@@ -34,10 +35,76 @@ describe('start-up warm-up', () => {
     expect(pool.workerStats().map((w) => w.agents)).toEqual([0, 0]);
   });
 
+  test('plays a game with the fields the trees read, so that every branch of the guard tree runs before a game server does', async () => {
+    const loaded = await TreeLibrary.loadFolder(TREES);
+    if (!loaded.ok) throw new Error('trees/ does not load');
+    const fields = warmupFields([loaded.library.get('guard')!.observed]);
+    const o = { agents: 300, rounds: 1, ticks: WARMUP_TICKS, maxFrameBytes: LIMITS.defaultMaxFrameBytes };
+    const played = await warmUp(pool, ['guard'], { ...o, fields });
+    // Fleeing, aiming and shooting, chasing and patrolling: each branch was ticked (and its actions answered).
+    expect(played.actions).toEqual(['aim', 'flee', 'moveTo', 'shoot']);
+    expect(played.results).toBeGreaterThan(300);
+    expect(played.stopped).toBe(0);
+    // Observations without those fields read null: the guard only patrols, and the rest of its code waits for a game.
+    const blind = await warmUp(pool, ['guard'], o);
+    expect(blind.actions).toEqual(['moveTo']);
+    expect(pool.agentCount()).toBe(0);
+  });
+
   test('ticks nothing when told so (plugins loaded), and does nothing with 0 agents', async () => {
     expect(await warmUp(pool, ['guard'], { agents: 100, rounds: 1, ticks: 0, maxFrameBytes: LIMITS.defaultMaxFrameBytes })).toMatchObject({ agents: 100, ticks: 0 });
     expect(await warmUp(pool, ['guard'], { agents: 0, rounds: 3, ticks: 5, maxFrameBytes: LIMITS.defaultMaxFrameBytes })).toMatchObject({ agents: 0, ticks: 0 });
     expect(pool.agentCount()).toBe(0);
+  });
+});
+
+describe("the warm-up's game", () => {
+  test('gives values to the fields the trees read, its own field first, and to the world fields', () => {
+    const fields = warmupFields([
+      { self: ['hp', 'pos'], world: ['player'] },
+      { self: ['pos', 'lastHit'], world: ['cover', 'player'] },
+    ]);
+    // Its own first field keeps its observation objects' hidden class apart from a game's that declares hp, pos, lastHit.
+    expect(fields).toEqual({ self: ['canopyWarmup', 'hp', 'pos', 'lastHit'], world: ['player', 'cover'] });
+    expect(warmupFields([{ self: [], world: [] }]).self).toEqual(['warmA', 'warmB', 'warmC', 'warmD']);
+  });
+
+  test('varies each value, keeps each agent to one kind per field, moves time on in steps, and answers actions later', () => {
+    const game = new WarmGame({ self: ['canopyWarmup', 'hp', 'pos'], world: ['player'] }, [1, 'b', 3]);
+    const kinds = (v: unknown) => (v === null ? 'null' : Array.isArray(v) ? 'point' : typeof v);
+    const seen = new Map<string, Set<string>>();
+    const values = new Set<string>();
+    let time = 0;
+    let answered = 0;
+    for (let t = 1; t <= 30; t++) {
+      const snapshot = game.snapshot(t) as { tick: number; time: number; agents: unknown[][]; world: Record<string, unknown>; results?: unknown[][] };
+      expect(snapshot.tick).toBe(t);
+      expect(snapshot.time).toBeCloseTo(time + game.dt(t), 9);
+      time = snapshot.time;
+      expect(Object.keys(snapshot.world)).toEqual(['player']);
+      for (const row of snapshot.agents) {
+        expect(row).toHaveLength(4);
+        for (let k = 1; k < row.length; k++) {
+          const key = `${String(row[0])}/${k}`;
+          if (!seen.has(key)) seen.set(key, new Set());
+          seen.get(key)!.add(kinds(row[k]));
+          values.add(`${key}=${JSON.stringify(row[k])}`);
+        }
+      }
+      for (const r of snapshot.results ?? []) {
+        expect(r[2] === 'success' || r[2] === 'failure').toBe(true);
+        answered++;
+      }
+      game.decided(t, { t: 'decisions', actions: [[1, t, 'moveTo', {}], ['b', t, 'aim', {}]], errors: t === 5 ? [[3, 'E_PLUGIN', 'x']] : [] });
+    }
+    for (const kindsOf of seen.values()) expect(kindsOf.size).toBe(1);
+    // More values than fields: each changes over the ticks.
+    expect(values.size).toBeGreaterThan(3 * seen.size);
+    expect(new Set([1, 2, 3, 4, 5, 6].map((t) => game.dt(t))).size).toBeGreaterThan(1);
+    expect(answered).toBeGreaterThan(20);
+    expect(game.results).toBe(answered);
+    expect([...game.actions].toSorted()).toEqual(['aim', 'moveTo']);
+    expect(game.stopped).toBe(1);
   });
 });
 
@@ -54,7 +121,9 @@ describe('a service that warms up', () => {
 
   test('is ready with no session and no agent of its own left, and serves sessions as usual', async () => {
     // Both parts ran in full: the pool's, then a game server's session through a loopback WebSocket.
-    expect(running.server.warmup.pool).toMatchObject({ agents: 600, ticks: 15 });
+    // A first round long enough for the trees' branches, then two short ones; the world's fields too (the squad fires at world.enemies).
+    expect(running.server.warmup.pool).toMatchObject({ agents: 600, ticks: WARMUP_TICKS + 10, stopped: 0 });
+    expect(running.server.warmup.pool?.actions).toEqual(expect.arrayContaining(['aim', 'fire', 'flee', 'moveTo', 'shoot']));
     expect(running.server.warmup.pool?.error).toBeUndefined();
     expect(running.server.warmup.session).toMatchObject({ agents: 500, ticks: 10 });
     expect(running.server.warmup.session?.error).toBeUndefined();
