@@ -191,6 +191,23 @@ describe('decision lists encoded where they are made', () => {
     );
   });
 
+  test('args of a polluted prototype: its enumerable keys are not written in place, as the codec does not write them', () => {
+    const proto = Object.prototype as Record<string, unknown>;
+    proto['polluted'] = 1;
+    try {
+      const args = { to: [1.5, 2], speed: 'run', 3: true, 1: null };
+      const target = new Uint8Array(256);
+      const end = writeActionTuple(target, 0, target.length, 7, 9, 'moveTo', args);
+      expect(end).toBeGreaterThan(0);
+      expect(Buffer.from(target.subarray(0, end))).toEqual(Buffer.from(encodeActionTuple(7, 9, 'moveTo', args)));
+      // Integer keys first, as Object.keys lists them.
+      expect(decode(target.subarray(0, end))).toEqual([7, 9, 'moveTo', { 1: null, 3: true, to: [1.5, 2], speed: 'run' }]);
+      expect(Object.keys((decode(target.subarray(0, end)) as unknown[])[3] as object)).toEqual(['1', '3', 'to', 'speed']);
+    } finally {
+      delete proto['polluted'];
+    }
+  });
+
   test("actions of the values trees' args are made of are written in place", () => {
     const small = fc.oneof(fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }), fc.double(), fc.string({ maxLength: 20 }), fc.boolean(), fc.constant(null), fc.tuple(fc.double(), fc.double()));
     const simple = fc.dictionary(fc.string({ maxLength: 10 }).filter((k) => k !== '__proto__'), small, { maxKeys: 4, noNullPrototype: true });
