@@ -17,7 +17,7 @@ import { frameFields, type AgentPool, type SpawnEntry } from './pool/index.js';
 /** Observation fields of the warm-up when the trees read none of `self`'s: the value kinds of the fast path (number, boolean, null, [x, y]). */
 const FIELDS = ['warmA', 'warmB', 'warmC', 'warmD'];
 /** Ticks of the pool warm-up's first round (without plugins): enough for its game to run the trees' branches (WarmGame). */
-export const WARMUP_TICKS = 30;
+export const WARMUP_TICKS = 60;
 /** Ticks of its later rounds, and of each round of the session layer's warm-up (ws frames, results read on the main thread). */
 export const LATER_TICKS = 5;
 /** At most this many of the fields the trees read are given values (a row of hundreds of fields would only slow the warm-up). */
