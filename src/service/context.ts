@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { TreeReads } from '../protocol/index.js';
 import type { Config } from './config.js';
 import type { Metrics } from './metrics.js';
-import { DEFAULT_SESSION_AFFINITY, type AgentPool } from './pool/index.js';
+import { DEFAULT_SESSION_AFFINITY, MIN_STAGED_ROWS, type AgentPool } from './pool/index.js';
 import type { Recordings } from './recording/recordings.js';
 import type { SessionRegistry } from './sessions/registry.js';
 import type { Durability } from './durable/durability.js';
@@ -41,6 +41,8 @@ export interface Tuning {
   readonly warmupSession: boolean;
   /** Sessions kept on one worker (PoolOptions.sessionAffinity); 0: every session spread over the workers. */
   readonly sessionAffinity: number;
+  /** Lockstep snapshots of fewer rows are read on the main thread, not staged on the workers (PoolOptions.minStagedRows). */
+  readonly minStagedRows: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -58,6 +60,7 @@ export const DEFAULT_TUNING: Tuning = {
   warmupAgents: 2000,
   warmupSession: true,
   sessionAffinity: DEFAULT_SESSION_AFFINITY,
+  minStagedRows: MIN_STAGED_ROWS,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

@@ -80,6 +80,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
       stallMs: tuning.workerStallMs,
       checkpointMs: tuning.workerCheckpointMs,
       sessionAffinity: tuning.sessionAffinity,
+      minStagedRows: tuning.minStagedRows,
       onRecovery: () => metricsRef?.workerRecoveries.inc(),
       ...(config.plugins !== null ? { plugins: config.plugins } : {}),
     });

@@ -18,7 +18,8 @@ let inline: Running;
 
 beforeAll(async () => {
   fixture = await writeFixture({ echo: ECHO });
-  const options = { trees: fixture.trees, maxAgents: 1000, tuning: { abuseLimit: 1e9 } };
+  // Every frame staged, however small (the default leaves frames under MIN_STAGED_ROWS rows to the main thread).
+  const options = { trees: fixture.trees, maxAgents: 1000, tuning: { abuseLimit: 1e9, minStagedRows: 0 } };
   [withWorkers, inline] = await Promise.all([start({ ...options, workers: 2 }), start({ ...options, workers: 0 })]);
 });
 

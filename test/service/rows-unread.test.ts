@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentId } from '../../src/bt/index.js';
-import { crashWorkerForTests, createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
+import { crashWorkerForTests, createAgentPool, MIN_STAGED_ROWS, type AgentPool } from '../../src/service/pool/index.js';
 import { LIMITS, encode, parseClientFrame, parseSnapshotHead, unpackRows, type ParseOptions, type ParseResult, type SnapshotMessage } from '../../src/protocol/index.js';
 
 const FIELDS = ['hp', 'enemy', 'dist', 'name'] as const;
@@ -46,7 +46,8 @@ beforeAll(async () => {
   mkdirSync(join(dir, 'trees'));
   writeFileSync(join(dir, 'trees', 'guard.json'), JSON.stringify(GUARD));
   inline = await createAgentPool({ trees: join(dir, 'trees'), workers: 0 });
-  workers = await createAgentPool({ trees: join(dir, 'trees'), workers: 2, sessionAffinity: 0 });
+  // Every frame staged, however small (the default leaves frames under MIN_STAGED_ROWS rows to the main thread).
+  workers = await createAgentPool({ trees: join(dir, 'trees'), workers: 2, sessionAffinity: 0, minStagedRows: 0 });
   await Promise.all([inline.ready(), workers.ready()]);
 });
 
@@ -201,6 +202,26 @@ describe('rows the main thread never reads', () => {
       }
     }
     delete (spied as { request?: unknown }).request;
+  });
+
+  it('by default a frame of fewer than MIN_STAGED_ROWS rows is read on the main thread (stageRows declines), a larger one staged', async () => {
+    const defaults = await createAgentPool({ trees: join(dir, 'trees'), workers: 2 });
+    try {
+      await defaults.ready();
+      const ids = Array.from({ length: MIN_STAGED_ROWS }, (_, i) => i);
+      defaults.createSession('d', { fields: FIELDS, maxAgents: 100_000 });
+      expect(defaults.spawn('d', ids.map((id) => ({ id, tree: 'guard' }))).errors).toEqual([]);
+      const frame = (n: number) => encode({ t: 'snapshot', tick: 1, time: DT, agents: ids.slice(0, n).map((id) => row(id, id)) });
+      const small = frame(MIN_STAGED_ROWS - 1);
+      const head = parseSnapshotHead(small, MAX, OPTIONS)!;
+      expect(defaults.stageRows('d', small, head.start, head.count, FIELDS.length)).toBeNull();
+      const large = frame(MIN_STAGED_ROWS);
+      const full = parseSnapshotHead(large, MAX, OPTIONS)!;
+      const staged = await defaults.stageRows('d', large, full.start, full.count, FIELDS.length);
+      expect(staged).toMatchObject({ kind: 'staged', count: MIN_STAGED_ROWS, unknown: 0 });
+    } finally {
+      await defaults.close();
+    }
   });
 
   it('the inline pool reads rows itself (stageRows declines), so it decides as it always did', () => {

@@ -218,6 +218,13 @@ const keepShape: unknown[] = [null];
 const MAX_SLOTS = 1 << 24;
 /** Agents per spawn message to a worker (a worker deserializes 1,000 in about half a millisecond). */
 const SPAWN_PART = 1000;
+/**
+ * Frames of fewer rows are not staged on the workers (stageRows): the main thread checks and routes them itself, where
+ * the stage's round trip (two messages, two wake-ups on each side) costs more. Measured at 20 Hz with four sessions
+ * (docs/capacity.md, *Round fifteen*): 100 rows a frame, service CPU 9.5–11.0 → 6.4–6.9 µs per agent-tick; about 450
+ * rows, even; 900 rows, the stage is ahead.
+ */
+export const MIN_STAGED_ROWS = 256;
 
 /** An error the caller made (unknown session, misuse); carries a protocol code for the session layer. */
 export class PoolUsageError extends Error {
@@ -246,6 +253,8 @@ export abstract class PoolRouter implements AgentPool {
   protected readonly lastTickMs: number[];
   /** PoolOptions.sessionAffinity: how many more agents a session's home may hold than the least loaded worker. */
   protected sessionAffinity = DEFAULT_SESSION_AFFINITY;
+  /** PoolOptions.minStagedRows: smaller frames are checked and routed here, not staged on the workers. */
+  protected minStagedRows = MIN_STAGED_ROWS;
   onLog: ((event: PoolLogEvent) => void) | null = null;
   private readonly sessions = new Map<string, RouterSession>();
   private nextReq = 1;
@@ -608,7 +617,8 @@ export abstract class PoolRouter implements AgentPool {
    * holding agents of it, rows of another width than the session's fields.
    */
   stageRows(session: string, bytes: Uint8Array, start: number, count: number, width: number): Promise<StagedRows | null> | null {
-    if (!this.stagesRows) return null;
+    // A small frame's rows cost the main thread less to check and route than a round trip to a worker does.
+    if (!this.stagesRows || count < this.minStagedRows) return null;
     const s = this.sessions.get(session);
     if (s === undefined || s.fields === null || s.fields.length !== width) return null;
     const hosts: number[] = [];

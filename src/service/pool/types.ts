@@ -140,6 +140,11 @@ export interface PoolOptions {
    * least loaded worker (each session spread evenly). Default 8192 (DEFAULT_SESSION_AFFINITY). Worker pools only.
    */
   sessionAffinity?: number;
+  /**
+   * Lockstep snapshots of fewer rows are not staged on the workers: the main thread checks and routes their rows itself,
+   * which costs it less than the stage's round trip. Default 256 (MIN_STAGED_ROWS); 0 stages every frame. Worker pools only.
+   */
+  minStagedRows?: number;
   /** Called each time a crashed or stalled worker is replaced and its agents restored (the metrics count it). */
   onRecovery?: () => void;
 }
