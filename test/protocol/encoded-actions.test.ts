@@ -195,11 +195,11 @@ describe('decision lists encoded where they are made', () => {
     const proto = Object.prototype as Record<string, unknown>;
     proto['polluted'] = 1;
     try {
-      const args = { to: [1.5, 2], speed: 'run', 3: true, 1: null };
+      const given = { to: [1.5, 2], speed: 'run', 3: true, 1: null };
       const target = new Uint8Array(256);
-      const end = writeActionTuple(target, 0, target.length, 7, 9, 'moveTo', args);
+      const end = writeActionTuple(target, 0, target.length, 7, 9, 'moveTo', given);
       expect(end).toBeGreaterThan(0);
-      expect(Buffer.from(target.subarray(0, end))).toEqual(Buffer.from(encodeActionTuple(7, 9, 'moveTo', args)));
+      expect(Buffer.from(target.subarray(0, end))).toEqual(Buffer.from(encodeActionTuple(7, 9, 'moveTo', given)));
       // Integer keys first, as Object.keys lists them.
       expect(decode(target.subarray(0, end))).toEqual([7, 9, 'moveTo', { 1: null, 3: true, to: [1.5, 2], speed: 'run' }]);
       expect(Object.keys((decode(target.subarray(0, end)) as unknown[])[3] as object)).toEqual(['1', '3', 'to', 'speed']);
