@@ -158,6 +158,14 @@ export interface WarmupResult {
   readonly error?: string;
 }
 
+/**
+ * Agents whose snapshot fits in `maxFrameBytes`: a row's id and values at most 20 bytes each (a point is 19), and room
+ * for its results (up to three an agent, 25 bytes each).
+ */
+function rowsPerFrame(maxFrameBytes: number, fields: WarmupFields): number {
+  return Math.max(1, Math.floor(maxFrameBytes / (96 + 20 * fields.self.length)));
+}
+
 /** What the warm-up games ran, for WarmupResult. */
 function played(games: readonly WarmGame[]): { actions: string[]; results: number; stopped: number } {
   const actions = new Set<string>();
@@ -200,16 +208,18 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
   const fields = o.fields ?? { self: FIELDS, world: [] };
   const parse = (msg: Record<string, unknown>) => parseClientFrame(encode(msg), o.maxFrameBytes, { fieldCount: fields.self.length, mode: 'lockstep', packRows: true });
   const count = Math.max(1, Math.min(pool.workerCount, o.agents));
+  // Each session's snapshot within the frame limit, whatever the number of fields.
+  const agents = Math.min(o.agents, count * rowsPerFrame(o.maxFrameBytes, fields));
   const games: WarmGame[] = [];
   for (let round = 0; round < o.rounds; round++) {
     const sessions: Array<{ name: string; ids: AgentId[]; game: WarmGame }> = [];
     try {
       for (let k = 0; k < count; k++) {
         const name = `warmup-${randomUUID()}`;
-        pool.createSession(name, { fields: fields.self, maxAgents: o.agents });
+        pool.createSession(name, { fields: fields.self, maxAgents: agents });
         // Dense, sparse and string ids, so each path of the id handling is warm.
-        const from = Math.floor((k * o.agents) / count);
-        const ids: AgentId[] = Array.from({ length: Math.floor(((k + 1) * o.agents) / count) - from }, (_, j) => {
+        const from = Math.floor((k * agents) / count);
+        const ids: AgentId[] = Array.from({ length: Math.floor(((k + 1) * agents) / count) - from }, (_, j) => {
           const i = from + j;
           return i % 3 === 0 ? i : i % 3 === 1 ? 1_000_000 + i : `warm-${i}`;
         });
@@ -242,7 +252,7 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
         if (despawn.ok && despawn.msg.t === 'despawn') pool.despawn(name, despawn.msg.ids);
       }
     } catch (err) {
-      return { ms: performance.now() - started, agents: o.agents * round, ticks, workers, ...played(games), error: err instanceof Error ? err.message : String(err) };
+      return { ms: performance.now() - started, agents: agents * round, ticks, workers, ...played(games), error: err instanceof Error ? err.message : String(err) };
     } finally {
       // A pool closed meanwhile (a shutdown during start-up) has nothing left to free.
       for (const { name } of sessions) {
@@ -254,7 +264,7 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
       }
     }
   }
-  return { ms: performance.now() - started, agents: o.agents * o.rounds, ticks, workers, ...played(games) };
+  return { ms: performance.now() - started, agents: agents * o.rounds, ticks, workers, ...played(games) };
 }
 
 export interface SessionWarmupOptions {
@@ -285,7 +295,7 @@ export interface SessionWarmupOptions {
 export async function warmUpSession(o: SessionWarmupOptions): Promise<WarmupResult> {
   const started = performance.now();
   // Spawn frames are the larger ones: about 40 bytes an agent with these ids and tree names.
-  const agents = Math.min(Math.floor(o.agents), Math.floor(o.maxFrameBytes / 64));
+  const agents = Math.min(Math.floor(o.agents), Math.floor(o.maxFrameBytes / 64), rowsPerFrame(o.maxFrameBytes, o.fields ?? { self: FIELDS, world: [] }));
   if (agents <= 0 || o.rounds <= 0 || o.trees.length === 0) return { ms: 0, agents: 0, ticks: 0 };
   const deadline = started + (o.timeoutMs ?? 30_000);
   let ticks = 0;

@@ -51,6 +51,17 @@ describe('start-up warm-up', () => {
     expect(pool.agentCount()).toBe(0);
   });
 
+  test('keeps its snapshots within the frame limit, with as many fields as it takes', async () => {
+    const wide = warmupFields([{ self: Array.from({ length: 40 }, (_, i) => `f${i}`), world: [] }]);
+    expect(wide.self).toHaveLength(33); // its own field and the first 32
+    const small = await warmUp(pool, ['guard'], { agents: 300, rounds: 1, ticks: 12, maxFrameBytes: 64 * 1024, fields: wide });
+    expect(small.error).toBeUndefined();
+    expect(small).toMatchObject({ ticks: 12 });
+    expect(small.agents).toBeGreaterThan(100);
+    expect(small.agents).toBeLessThan(300);
+    expect(pool.agentCount()).toBe(0);
+  });
+
   test('ticks nothing when told so (plugins loaded), and does nothing with 0 agents', async () => {
     expect(await warmUp(pool, ['guard'], { agents: 100, rounds: 1, ticks: 0, maxFrameBytes: LIMITS.defaultMaxFrameBytes })).toMatchObject({ agents: 100, ticks: 0 });
     expect(await warmUp(pool, ['guard'], { agents: 0, rounds: 3, ticks: 5, maxFrameBytes: LIMITS.defaultMaxFrameBytes })).toMatchObject({ agents: 0, ticks: 0 });
