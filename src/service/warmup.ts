@@ -20,6 +20,8 @@ const FIELDS = ['warmA', 'warmB', 'warmC', 'warmD'];
 export const WARMUP_TICKS = 60;
 /** Ticks of its later rounds, and of each round of the session layer's warm-up (ws frames, results read on the main thread). */
 export const LATER_TICKS = 5;
+/** The warm-up's fields when none are given: FIELDS, nothing of the world. */
+const NO_FIELDS_READ: WarmupFields = { self: FIELDS, world: [] };
 /** At most this many of the fields the trees read are given values (a row of hundreds of fields would only slow the warm-up). */
 const MAX_FIELDS = 32;
 
@@ -205,7 +207,7 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
   let ticks = 0;
   let workers = 0;
   if (o.agents <= 0 || o.rounds <= 0 || trees.length === 0) return { ms: 0, agents: 0, ticks: 0, workers: 0 };
-  const fields = o.fields ?? { self: FIELDS, world: [] };
+  const fields = o.fields ?? NO_FIELDS_READ;
   const parse = (msg: Record<string, unknown>) => parseClientFrame(encode(msg), o.maxFrameBytes, { fieldCount: fields.self.length, mode: 'lockstep', packRows: true });
   const count = Math.max(1, Math.min(pool.workerCount, o.agents));
   // Each session's snapshot within the frame limit, whatever the number of fields.
@@ -295,7 +297,8 @@ export interface SessionWarmupOptions {
 export async function warmUpSession(o: SessionWarmupOptions): Promise<WarmupResult> {
   const started = performance.now();
   // Spawn frames are the larger ones: about 40 bytes an agent with these ids and tree names.
-  const agents = Math.min(Math.floor(o.agents), Math.floor(o.maxFrameBytes / 64), rowsPerFrame(o.maxFrameBytes, o.fields ?? { self: FIELDS, world: [] }));
+  const fields = o.fields ?? NO_FIELDS_READ;
+  const agents = Math.min(Math.floor(o.agents), Math.floor(o.maxFrameBytes / 64), rowsPerFrame(o.maxFrameBytes, fields));
   if (agents <= 0 || o.rounds <= 0 || o.trees.length === 0) return { ms: 0, agents: 0, ticks: 0 };
   const deadline = started + (o.timeoutMs ?? 30_000);
   let ticks = 0;
@@ -305,7 +308,6 @@ export async function warmUpSession(o: SessionWarmupOptions): Promise<WarmupResu
     for (let round = 0; round < o.rounds; round++) {
       const socket = await LoopbackSocket.open(o.url, o.headers, deadline);
       try {
-        const fields = o.fields ?? { self: FIELDS, world: [] };
         socket.send({ t: 'hello', v: PROTOCOL_VERSION, mode: 'lockstep', fields: fields.self });
         await socket.next('welcome');
         const ids: AgentId[] = Array.from({ length: agents }, (_, i) => (i % 3 === 0 ? i : i % 3 === 1 ? 1_000_000 + i : `warm-${i}`));

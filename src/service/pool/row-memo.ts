@@ -36,13 +36,11 @@ export class RowMemo {
       grown.set(this.values);
       this.values = grown;
     }
-    if (i === ids.length) ids.push(id);
-    else if (ids[i] !== id) ids[i] = id;
-    else {
-      this.values[i] = value;
-      return;
-    }
     this.values[i] = value;
+    // Only a row's id moves the version: the known ids (`known`) hold while the rows name the same agents.
+    if (i < ids.length && ids[i] === id) return;
+    if (i === ids.length) ids.push(id);
+    else ids[i] = id;
     this.version++;
   }
 
