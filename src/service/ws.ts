@@ -322,6 +322,18 @@ class Connection implements LiveConnection, SessionOutput {
     // tick reach the next one (docs/capacity.md: staleness p50 20–40 → 46–58 ms at 50,000 agents).
     const unread = session.mode === 'lockstep' ? parseSnapshotHead(bytes, this.ctx.config.maxFrameBytes, options) : undefined;
     if (unread !== undefined) {
+      // Applied and ticked in one message to the worker holding the session's agents, where it can be.
+      const { parsed, start, count } = unread;
+      return this.lockstep(session, parsed.msg, parsed.errors, parsed.omittedErrors, bytes, { start, count, width: options.fieldCount! });
+    }
+    return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, options), bytes);
+  }
+
+  /** A snapshot with unread rows that the pool could not apply and tick in one go: staged on the workers, or read here. */
+  private unreadRows(session: Session, bytes: Buffer): Promise<void> | undefined {
+    const options = this.parseOptions(session);
+    const unread = parseSnapshotHead(bytes, this.ctx.config.maxFrameBytes, options);
+    if (unread !== undefined) {
       const staging = this.ctx.pool.stageRows(session.id, bytes, unread.start, unread.count, options.fieldCount!);
       if (staging !== null) return this.staged(session, unread, staging, bytes);
     }
@@ -540,11 +552,17 @@ class Connection implements LiveConnection, SessionOutput {
     else this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
   }
 
-  private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number, raw: Buffer): Promise<void> {
+  /** `rows`: the snapshot's rows are unread, there in `raw` (`msg` has none): tried in one go first (Session.lockstepFrame). */
+  private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number, raw: Buffer, rows?: { start: number; count: number; width: number }): Promise<void> {
     let decisions: DecisionsFields;
     let encoded: Buffer | undefined;
     try {
-      const out = await session.lockstep(msg, raw);
+      const out = rows === undefined ? await session.lockstep(msg, raw) : await session.lockstepFrame(msg, rows, raw);
+      // Not in one go: read as ever. Freed meanwhile: nothing to apply.
+      if (out === null) {
+        if (!session.ended) await this.unreadRows(session, raw);
+        return;
+      }
       this.entryErrors([...refused, ...out.errors], omitted, msg.id);
       decisions = out.decisions;
       encoded = out.encoded; // the recorder's bytes of this frame, when the session is recorded

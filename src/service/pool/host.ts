@@ -11,7 +11,7 @@ import { AgentPacking, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { FrameCursor, checkFrameRows, type KnownRowIds } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
-import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost } from './wire.js';
+import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
@@ -363,12 +363,10 @@ export class AgentHost {
    */
   private stage(msg: StageOrder): StageReply {
     const count = msg.count;
-    if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
     const s = this.sessions.get(msg.session);
     // No table of the other hosts' agents (never sent, or this is a replacement): the router reads the frame itself.
     if (msg.scan !== null && (s === undefined || s.others === null)) return { t: 'staged', req: msg.req, ok: false, parts: [] };
-    // The ids the session's rows named last time: string ids spelled the same are those strings, not new ones.
-    const ok = checkFrameRows(msg.frame, msg.start, count, msg.width, stageIds, stageOffsets, msg.all === null && s !== undefined ? s.knownRows(msg.scan !== null) : null);
+    const ok = checkStage(msg.frame, msg.start, count, msg.width, msg.all === null && s !== undefined ? s.knownRows(msg.scan !== null) : null);
     if (ok && msg.all !== null) return stageAll(msg, msg.all.routes, msg.all.hosts);
     if (!ok || s === undefined) return { t: 'staged', req: msg.req, ok, parts: [] };
     if (msg.scan !== null) {
@@ -493,9 +491,13 @@ export class AgentHost {
       out = s.sink;
       out.reset(order.spare);
     }
+    let unknown = 0;
     if (s !== undefined) {
       const agents = s.agents;
-      if (s.restarts.size > 0) this.restart(s, out);
+      const stage = order.stage ?? null;
+      // The frame's rows are checked before anything of the order applies: rows that fail take the frame back.
+      const refused = stage !== null && !checkStage(stage.frame, stage.start, stage.count, stage.width, s.knownRows(false));
+      if (!refused && s.restarts.size > 0) this.restart(s, out);
       if (order.lod !== undefined && order.lod !== null) {
         const lod = lodOf(s);
         for (const [slot, every] of order.lod) {
@@ -520,14 +522,21 @@ export class AgentHost {
           if (a !== null && a !== undefined) a.self = obs;
         }
       }
+      if (stage !== null && !refused) unknown = applyStagedRows(s, stage.frame, stage.count);
       if (order.results !== null) {
-        const { count, data } = order.results;
+        const data = order.results.data;
+        // A refused frame's results are not applied: only those that were waiting before it.
+        const count = refused ? stage!.resultsFrom : order.results.count;
         for (let i = 0; i < count; i++) {
           const a = agents[data[i * 3]!];
           if (a !== null && a !== undefined) a.deliverResult(data[i * 3 + 1]!, data[i * 3 + 2] === 1);
         }
       }
-      if (order.world !== null) s.world = 'bytes' in order.world ? deserialize(order.world.bytes) : order.world.value;
+      if (order.world !== null) s.world = worldOf(order.world);
+      if (refused) {
+        return { t: 'ticked', req: order.req, ms: performance.now() - started, decisions: out.columns(), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
+      }
+      if (stage !== null && stage.world !== null) s.world = worldOf(stage.world);
       const { time, dt } = order;
       const world = s.world;
       if (s.watched.size > 0) for (const slot of s.watched) agents[slot]!.trace!.nextTick = order.tick;
@@ -553,6 +562,7 @@ export class AgentHost {
       frameRows: order.frameRows,
       results: order.results,
       frames: s === undefined || s.watched.size === 0 ? null : newestFrames(s, order.tick),
+      unknown,
     };
   }
 
@@ -781,6 +791,50 @@ function partsByHost(count: number, at: Int32Array, offsets: Int32Array, hosts: 
 const stageIds: AgentId[] = [];
 let stageOffsets = new Int32Array(1024);
 let stageAt = new Int32Array(1024);
+
+/**
+ * Checks a frame's rows as the protocol's fast path does (checkFrameRows), their ids and offsets left in stageIds and
+ * stageOffsets. `known`: the ids the session's rows named last time (string ids spelled the same are those strings).
+ */
+function checkStage(frame: Uint8Array, start: number, count: number, width: number, known: KnownRowIds | null): boolean {
+  if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
+  return checkFrameRows(frame, start, count, width, stageIds, stageOffsets, known);
+}
+
+/**
+ * The rows checkStage just passed, each applied to its agent here, in order (an agent in several rows: the last
+ * wins). Returns how many rows name no agent of the session.
+ */
+function applyStagedRows(s: HostSession, frame: Uint8Array, count: number): number {
+  const write = s.writeFrameRow;
+  const ids = stageIds;
+  const offsets = stageOffsets;
+  const agents = s.agents;
+  const observations = s.observations;
+  let unknown = 0;
+  cursor.frame(frame);
+  for (let i = 0; i < count; i++) {
+    const slot = s.slotOfRow(i, ids[i]!);
+    const agent = slot < 0 ? undefined : agents[slot];
+    if (agent === null || agent === undefined) {
+      unknown++;
+      continue;
+    }
+    if (write === null) continue;
+    let obs = observations[slot];
+    if (obs === null || obs === undefined) obs = observations[slot] = {};
+    cursor.pos = offsets[i]!;
+    write(obs, cursor);
+    if (agent.self !== obs) agent.self = obs;
+  }
+  cursor.frame(EMPTY_FRAME);
+  return unknown;
+}
+
+/** The world as a tick order carries it. */
+function worldOf(update: WorldUpdate): unknown {
+  return 'bytes' in update ? deserialize(update.bytes) : update.value;
+}
 
 /** Reads rows still in their frames into each agent's reused observation object and makes it the agent's `self`. */
 function applyFrameRows(s: HostSession, rows: FrameBatch): void {

@@ -7,9 +7,9 @@ import { packAgents, unpackAgents } from './checkpoint.js';
 import { keepParts, mergeDecisions, type DecisionLists } from './decisions.js';
 import { SessionShard } from './shard.js';
 import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
-import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, WorkerStats } from './types.js';
+import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, FrameTick, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, UnreadFrame, WorkerStats } from './types.js';
 import type { TreeLibrary } from '../../bt/library.js';
-import { transferList, type FromHost, type HostRequest, type StageOrder, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
+import { transferList, type FromHost, type HostRequest, type StageOrder, type StagedPart, type TickOrder, type TickReply, type TickStage, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
 import { IdIndex, Msg, ResultColumns, isAgentId, isPackedRows, stagedAsFrameRows, type KnownIds, type KnownRowIds, type PackedRows, type ResultList, type StagedRows } from '../../protocol/index.js';
@@ -758,7 +758,49 @@ export abstract class PoolRouter implements AgentPool {
   }
 
   async tick(session: string, tick: number, time: number, dt: number, basedOn: number): Promise<Decisions> {
-    const s = this.session(session);
+    return (await this.tickWith(this.session(session), tick, time, dt, basedOn, -1, null))!.decisions;
+  }
+
+  tickFrame(session: string, tick: number, time: number, dt: number, basedOn: number, frame: UnreadFrame): Promise<FrameTick | null> | null {
+    if (!this.stagesRows) return null;
+    const s = this.sessions.get(session);
+    if (s === undefined || s.ticking || s.fields === null || s.fields.length !== frame.width) return null;
+    let host = -1;
+    for (let h = 0; h < this.hostCount; h++) {
+      if (s.shards[h]!.count === 0) continue;
+      if (host >= 0 || !this.up[h]) return null;
+      host = h;
+    }
+    if (host < 0) return null;
+    // Cloned before any input is taken: a world that cannot be cloned is left to the ordinary path, which refuses it.
+    let world: WorldUpdate | null = null;
+    if (frame.world !== undefined) {
+      try {
+        world = this.shareWorld(frame.world);
+      } catch {
+        return null;
+      }
+    }
+    const resultsFrom = s.shards[host]!.resultCount;
+    const errors = frame.results === undefined ? [] : this.results(session, frame.results);
+    const stage: TickStage = { frame: this.shareFrame(frame.bytes), start: frame.start, count: frame.count, width: frame.width, resultsFrom, world };
+    return this.tickWith(s, tick, time, dt, basedOn, host, stage).then((ticked) => {
+      if (ticked === null) return null;
+      if (frame.world !== undefined) {
+        s.world = frame.world;
+        s.shards[host]!.worldSent = ++s.worldVersion;
+      }
+      return { decisions: ticked.decisions, errors, unknown: ticked.unknown };
+    });
+  }
+
+  /**
+   * Sends each host its tick order; `stage`, when not null, rides on host `stageHost`'s (which holds every agent of
+   * the session). Resolves with the decisions and how many of the stage's rows named no agent, or with null when
+   * that host refused the stage: nothing of its frame applied, nothing ticked.
+   */
+  private async tickWith(s: RouterSession, tick: number, time: number, dt: number, basedOn: number, stageHost: number, stage: TickStage | null): Promise<{ decisions: Decisions; unknown: number } | null> {
+    const session = s.name;
     if (s.ticking) throw new PoolUsageError('E_INTERNAL', `session '${session}': tick ${tick} started before the previous tick ended`);
     s.ticking = true;
     try {
@@ -783,10 +825,22 @@ export abstract class PoolRouter implements AgentPool {
         }
         const input = shard.take();
         const order: TickOrder = { t: 'tick', req: this.nextReq++, session, time, dt, ...input, world, tick };
+        if (h === stageHost) order.stage = stage;
         pending.push(this.request(h, order, transferList(input.rows, input.results, input.spare, input.frameRows)));
         hosts.push(h);
       }
       const settled = await Promise.allSettled(pending);
+      let unknown = 0;
+      const staged = stage === null ? undefined : settled[hosts.indexOf(stageHost)];
+      if (staged !== undefined && staged.status === 'fulfilled') {
+        const reply = staged.value as TickReply;
+        if (reply.refused === true) {
+          this.lastTickMs[stageHost] = reply.ms;
+          s.shards[stageHost]!.recycle(reply.rows, reply.results, reply.decisions, reply.frameRows);
+          return null;
+        }
+        unknown = reply.unknown ?? 0;
+      }
       const parts: DecisionLists[] = s.carried;
       s.carried = [];
       let frames: WatchedFrame[] | null = null;
@@ -820,7 +874,7 @@ export abstract class PoolRouter implements AgentPool {
       if (frames !== null) this.deliverFrames(session, frames);
       const lost = s.lost;
       s.lost = [];
-      return mergeDecisions(tick, basedOn, parts, lost);
+      return { decisions: mergeDecisions(tick, basedOn, parts, lost), unknown };
     } finally {
       s.ticking = false;
     }

@@ -69,6 +69,11 @@ export class SessionShard {
     this.quarantine.push(slot);
   }
 
+  /** Results buffered for the next tick. */
+  get resultCount(): number {
+    return this.results?.count ?? 0;
+  }
+
   /** True when something is buffered for the next tick. */
   get hasInput(): boolean {
     return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.frameRows !== null || this.results !== null;

@@ -58,6 +58,24 @@ export interface Decisions {
   errors: Array<[AgentId, string, string]>;
 }
 
+/** A snapshot frame for tickFrame: its `count` rows of `width` values from byte `start` to its end, unread; its world and results, read. */
+export interface UnreadFrame {
+  bytes: Uint8Array;
+  start: number;
+  count: number;
+  width: number;
+  /** The snapshot's world; undefined: it has none. */
+  world: unknown;
+  results: ResultList | undefined;
+}
+
+/** What tickFrame gives: the tick's decisions, the errors of the frame's results, its rows that named no agent. */
+export interface FrameTick {
+  decisions: Decisions;
+  errors: EntryError[];
+  unknown: number;
+}
+
 /**
  * A pino-compatible logger. The pool logs rare events (worker crashes, load failures) and the lines of trees'
  * `log` nodes (at their level, at most LOG_LINES_PER_TICK per session tick).
@@ -255,6 +273,15 @@ export interface AgentPool {
    * ordinary way then. Null at once where the pool reads rows itself (the inline pool; a worker of the session down).
    */
   stageRows(session: string, bytes: Uint8Array, start: number, count: number, width: number): Promise<StagedRows | null> | null;
+  /**
+   * A lockstep snapshot applied and ticked in one message to the one worker holding every agent of the session
+   * (docs/capacity.md, *Round sixteen*): what `results(frame.results)`, `setWorld(frame.world)`, `observe` of the
+   * frame's rows and `tick` do, without the main thread reading the rows and without a stage's round trip. Resolves
+   * with null, nothing of the frame applied and nothing ticked, when the rows fail the protocol's check (input
+   * buffered before the frame is applied all the same): read the frame the ordinary way then. Null at once where
+   * it does not apply (the inline pool; agents on several workers or none; a tick in progress; rows of another width).
+   */
+  tickFrame(session: string, tick: number, time: number, dt: number, basedOn: number, frame: UnreadFrame): Promise<FrameTick | null> | null;
   /** The session's string ids, for the protocol's fast path to find from a frame's bytes (null: no such session). */
   knownIds(session: string): KnownIds | null;
   /** Replaces the session's shared world state (sent to workers with the next tick). */

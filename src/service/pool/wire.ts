@@ -75,6 +75,27 @@ export interface TickOrder {
   tick: number;
   /** Level of detail: new tick intervals `[slot, every]`, applied before the tick (absent or null: none). */
   lod?: Array<[number, number]> | null;
+  /** A snapshot frame whose rows the host checks, finds and applies itself before this tick (absent or null: none). */
+  stage?: TickStage | null;
+}
+
+/**
+ * A lockstep snapshot handed to the one host holding its session's agents with the tick it asks for (docs/capacity.md,
+ * *Round sixteen*): the `count` rows of `width` values from byte `start` of the shared `frame` are checked as the
+ * protocol's fast path checks them (StageOrder), and if they pass, this host's agents' rows apply after the order's
+ * other rows, then results, world and tick as ever. If they fail, the frame is not applied: neither its rows, nor its
+ * results (those of `results` from `resultsFrom` on), nor its `world`, and nothing is ticked; the input that was
+ * waiting before the frame (every other field, `results` before `resultsFrom`) applies all the same, and the reply
+ * says `refused`: the router reads the frame itself and ticks again.
+ */
+export interface TickStage {
+  frame: Uint8Array;
+  start: number;
+  count: number;
+  width: number;
+  resultsFrom: number;
+  /** The frame's world; null: it has none. Applied after the order's own `world`. */
+  world: WorldUpdate | null;
 }
 
 /** Router → host. `spawn` carries the session's fields so a host (or a respawned worker) needs no set-up message. */
@@ -215,6 +236,10 @@ export interface TickReply {
   results: ResultBatch | null;
   /** The newest frame of each watched agent of the session, by slot; null when none is watched. */
   frames: Array<[number, AgentFrame]> | null;
+  /** An order with a `stage` whose rows failed the check: the frame was not applied and nothing was ticked. */
+  refused?: boolean;
+  /** An order with a `stage`: its rows that name no agent of the session. */
+  unknown?: number;
 }
 
 /** Host → router. */

@@ -24,7 +24,7 @@ import {
 import { TickStats } from './tickStats.js';
 import { FixedClock, type ClockTick } from './clock.js';
 import type { Metrics } from '../metrics.js';
-import { frameFields, type AgentPool, type Decisions, type EntryError as PoolEntryError, type SessionExport, type SpawnEntry } from '../pool/index.js';
+import { frameFields, type AgentPool, type Decisions, type EntryError as PoolEntryError, type FrameTick, type SessionExport, type SpawnEntry } from '../pool/index.js';
 
 /** A fixed-mode session with nothing to say still sends an empty `decisions` this often. */
 export const HEARTBEAT_MS = 1000;
@@ -439,6 +439,61 @@ export class Session {
     return encoded === undefined ? { decisions, errors } : { decisions, errors, encoded };
   }
 
+  /**
+   * Lockstep with the snapshot's rows unread (docs/capacity.md, *Round sixteen*): where the pool can, the frame is
+   * applied and ticked in one message to the worker holding the session's agents (AgentPool.tickFrame). Resolves
+   * with null, nothing of the frame applied, where it cannot or the rows fail the protocol's check, and for anything
+   * but a plain next tick (a resent tick, time missing or going backwards, a full snapshot): the caller reads the
+   * frame the ordinary way and calls lockstep(), which answers as it always did. `msg`: the snapshot without its
+   * rows; `rows`: where they are in `raw`, and their width.
+   */
+  lockstepFrame(msg: SnapshotMessage, rows: { start: number; count: number; width: number }, raw: Uint8Array): Promise<LockstepOutcome | null> {
+    const run = this.tail.then(() => this.lockstepFrameNow(msg, rows, raw));
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  private async lockstepFrameNow(msg: SnapshotMessage, rows: { start: number; count: number; width: number }, raw: Uint8Array): Promise<LockstepOutcome | null> {
+    const time = msg.time;
+    if (this.closed || this.replaying || msg.full === true || time === undefined) return null;
+    if (this.answerKept && this.lastTick !== undefined && msg.tick <= this.lastTick) return null;
+    if (this.lastTime !== undefined && time < this.lastTime) return null;
+    const dt = this.lastTime === undefined ? 0 : time - this.lastTime;
+    const started = performance.now();
+    // basedOn is the snapshot's tick, as applySnapshot makes it before a lockstep tick.
+    const pending = this.host.pool.tickFrame(this.id, msg.tick, time, dt, msg.tick, { bytes: raw, start: rows.start, count: rows.count, width: rows.width, world: msg.world, results: msg.results });
+    if (pending === null) return null;
+    let out: FrameTick | null;
+    try {
+      out = await pending;
+    } catch (err) {
+      // The tick failed (a worker crashed): the frame was applied as far as the ordinary path applies it then.
+      this.frameApplied(msg, raw, time, dt);
+      this.host.metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
+      throw err;
+    }
+    if (out === null) return null;
+    this.frameApplied(msg, raw, time, dt);
+    if (out.unknown > 0) this.host.metrics.unknownRows.inc(out.unknown);
+    const { decisions, encoded } = this.ticked(msg.tick, msg.tick, out.decisions, started);
+    await this.durable?.settled();
+    await this.hold?.(msg.tick);
+    const errors = entryErrors(out.errors);
+    return encoded === undefined ? { decisions, errors } : { decisions, errors, encoded };
+  }
+
+  /** A lockstep frame the pool applied and ticked (tickFrame): recorded, and the session's clock moved, as lockstepNow does. */
+  private frameApplied(msg: SnapshotMessage, raw: Uint8Array, time: number, dt: number): void {
+    this.recorder?.snapshot(msg, raw);
+    this.durable?.snapshot(msg, raw);
+    this.basedOn = msg.tick;
+    this.lastTime = time;
+    this.answerKept = false;
+    this.recorder?.tick(msg.tick, time, dt, msg.tick);
+    this.durable?.tick(msg.tick, time, dt, msg.tick);
+    this.durable?.tickSent(msg.tick, time);
+  }
+
   private async fixedTick(t: ClockTick): Promise<void> {
     const metrics = this.host.metrics;
     if (t.missed > 0) metrics.missedTicks.inc(t.missed);
@@ -497,9 +552,17 @@ export class Session {
       const pending = this.host.pool.tick(this.id, tick, time, dt, basedOn ?? -1);
       if (!this.replaying) this.durable?.tickSent(tick, time);
       d = await pending;
-    } finally {
+    } catch (err) {
       metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
+      throw err;
     }
+    return this.ticked(tick, basedOn, d, started);
+  }
+
+  /** A tick the pool answered: counted, what it decided counted, the decisions kept (lockstep) and recorded. */
+  private ticked(tick: number, basedOn: number | undefined, d: Decisions, started: number): { decisions: DecisionsFields; encoded: Buffer | undefined } {
+    const metrics = this.host.metrics;
+    metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
     this.lastTick = tick;
     this.stats.ticked(d, performance.now() - started);
     metrics.ticks.inc({ mode: this.mode });
