@@ -115,6 +115,45 @@ describe('lockstep', () => {
     expect(frames.map(({ re: _re, ...f }) => f)).toEqual(liveFrames.map(({ re: _re, ...f }) => f));
   });
 
+  test('input a resuming connection sends while a frame is ticked in one message is recorded after that tick: replays identical', async () => {
+    const { client, welcome } = await RawClient.hello(running.wsUrl, { mode: 'lockstep', fields: FIELDS, record: true });
+    const session = welcome.session as string;
+    await client.request({ t: 'spawn', agents: [1, 2, 3].map((id) => ({ id, tree: 'guard' })) }, 'spawned');
+    const rows = (t: number): unknown[][] => [1, 2, 3].map((id) => [id, hp(id, t), (id + t) % 3 === 0, (id + t) % 7, [id, t % 5], [id, 0]]);
+    for (let t = 1; t <= 3; t++) await client.step({ tick: t, time: t * 0.05, agents: rows(t) });
+    // Tick 4's frame goes to the worker with its tick. Before the session hears back, another connection takes the
+    // session over and spawns agent 4: it reaches the worker after that tick, so it first ticks at tick 5, and the
+    // recording must say so (the spawn's record after tick 4's).
+    const pool = running.server.pool;
+    const original = pool.tickFrame;
+    let taken: ((c: RawClient) => void) | undefined;
+    const taker = new Promise<RawClient>((resolve) => (taken = resolve));
+    pool.tickFrame = (...args) => {
+      const out = original.apply(pool, args);
+      if (out === null || args[0] !== session || args[1] !== 4) return out;
+      return out.then(async (ticked) => {
+        const { client: other } = await RawClient.hello(running.wsUrl, { resume: welcome.resume });
+        expect((await other.request({ t: 'spawn', agents: [{ id: 4, tree: 'guard' }] }, 'spawned')).ids).toEqual([4]);
+        taken!(other);
+        return ticked;
+      });
+    };
+    let other: RawClient;
+    try {
+      client.send({ t: 'snapshot', tick: 4, time: 0.2, agents: rows(4) });
+      other = await taker;
+    } finally {
+      pool.tickFrame = original;
+    }
+    const later: Frame[] = [];
+    for (let t = 5; t <= 8; t++) later.push(await other.step({ tick: t, time: t * 0.05, agents: [...rows(t), [4, 100, false, 9, [4, 0], [4, 0]]] }));
+    // Agent 4 decided from tick 5 on (its first tick).
+    expect(later[0]!.actions as unknown[]).toContainEqual(expect.arrayContaining([4]));
+    const file = await stopRecording(session);
+    await Promise.all([client.close(), other.close()]);
+    expect(await verifyRecording(file)).toMatchObject({ identical: true, difference: null, ticks: 8, firstTick: 1, lastTick: 8 });
+  });
+
   test('seek runs to the end of a tick, backwards too; agents and their engine state are there', async () => {
     const replay = await ReplaySession.open(lockstepFile);
     expect(replay.header).toMatchObject({ mode: 'lockstep', fields: FIELDS, part: 1 });

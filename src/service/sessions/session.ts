@@ -182,6 +182,8 @@ export class Session {
   private readonly kept: DecisionsFields[] = [];
   /** Set by a resume until the next tick runs: a re-sent snapshot of a tick already run is answered from `kept`. */
   private answerKept = false;
+  /** Records of inputs that came while a frame was applied and ticked in one message, written after it (record). */
+  private heldRecords: Array<() => void> | null = null;
   /** Inspector control (breakpoints, src/inspector/control.ts): may hold a lockstep tick's decisions until released. */
   hold: ((tick: number) => Promise<void> | null) | null = null;
 
@@ -321,20 +323,31 @@ export class Session {
       ...(a.reload !== undefined ? { reload: a.reload } : {}),
       ...(a.every !== undefined && a.every !== 1 ? { every: a.every } : {}),
     }));
-    if (!this.replaying) {
+    this.record(() => {
       this.recorder?.spawn(entries);
       this.durable?.spawn(entries);
-    }
+    });
     const out = this.host.pool.spawn(this.id, entries);
     return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
   }
 
+  /**
+   * Records an input the session applies now (recording, durable journal), or, while a frame is being applied and
+   * ticked in one message (lockstepFrame), right after that frame's records: the input reaches the pool after the
+   * frame's tick was sent, so it applies at the next tick, and a replay must read it after that tick too.
+   */
+  private record(write: () => void): void {
+    if (this.replaying) return;
+    if (this.heldRecords !== null) this.heldRecords.push(write);
+    else write();
+  }
+
   /** Frees agents; unknown ids come back as E_UNKNOWN_AGENT. */
   despawn(ids: readonly AgentId[], refused: readonly EntryError[] = []): { ids: AgentId[]; errors: EntryError[] } {
-    if (!this.replaying) {
+    this.record(() => {
       this.recorder?.despawn(ids);
       this.durable?.despawn(ids);
-    }
+    });
     const out = this.host.pool.despawn(this.id, ids);
     return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
   }
@@ -342,30 +355,30 @@ export class Session {
   /** Blackboard writes, applied at the next tick. */
   setBlackboard(set: readonly BlackboardEntry[]): EntryError[] {
     if (set.length === 0) return [];
-    if (!this.replaying) {
+    this.record(() => {
       this.recorder?.bb(set);
       this.durable?.bb(set);
-    }
+    });
     return entryErrors(this.host.pool.setBlackboard(this.id, set as ReadonlyArray<readonly [AgentId, Record<string, unknown>]>));
   }
 
   /** Level of detail: new tick intervals `[id, every]`, in force from the next tick. */
   setLod(entries: readonly LodEntry[]): EntryError[] {
     if (entries.length === 0) return [];
-    if (!this.replaying) {
+    this.record(() => {
       this.recorder?.lod(entries);
       this.durable?.lod(entries);
-    }
+    });
     return entryErrors(this.host.pool.lod(this.id, entries));
   }
 
   /** Action results; a result for a seq no longer running is ignored by the agent. */
   results(results: readonly ActionResult[]): EntryError[] {
     if (results.length === 0) return [];
-    if (!this.replaying) {
+    this.record(() => {
       this.recorder?.results(results);
       this.durable?.results(results);
-    }
+    });
     return this.applyResults(results);
   }
 
@@ -463,23 +476,33 @@ export class Session {
     // basedOn is the snapshot's tick, as applySnapshot makes it before a lockstep tick.
     const pending = this.host.pool.tickFrame(this.id, msg.tick, time, dt, msg.tick, { bytes: raw, start: rows.start, count: rows.count, width: rows.width, world: msg.world, results: msg.results });
     if (pending === null) return null;
+    this.heldRecords = [];
     let out: FrameTick | null;
     try {
       out = await pending;
     } catch (err) {
       // The tick failed (a worker crashed): the frame was applied as far as the ordinary path applies it then.
       this.frameApplied(msg, raw, time, dt);
+      this.releaseRecords();
       this.host.metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
       throw err;
     }
+    if (out !== null) this.frameApplied(msg, raw, time, dt);
+    this.releaseRecords();
     if (out === null) return null;
-    this.frameApplied(msg, raw, time, dt);
     if (out.unknown > 0) this.host.metrics.unknownRows.inc(out.unknown);
     const { decisions, encoded } = this.ticked(msg.tick, msg.tick, out.decisions, started);
     await this.durable?.settled();
     await this.hold?.(msg.tick);
     const errors = entryErrors(out.errors);
     return encoded === undefined ? { decisions, errors } : { decisions, errors, encoded };
+  }
+
+  /** Records the inputs held while a frame was in flight (record), in the order they came. */
+  private releaseRecords(): void {
+    const held = this.heldRecords;
+    this.heldRecords = null;
+    if (held !== null) for (const write of held) write();
   }
 
   /** A lockstep frame the pool applied and ticked (tickFrame): recorded, and the session's clock moved, as lockstepNow does. */
