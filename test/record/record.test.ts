@@ -126,22 +126,24 @@ describe('lockstep', () => {
     // recording must say so (the spawn's record after tick 4's).
     const pool = running.server.pool;
     const original = pool.tickFrame;
-    let taken: ((c: RawClient) => void) | undefined;
-    const taker = new Promise<RawClient>((resolve) => (taken = resolve));
+    let taken: ((c: { client: RawClient; ids: unknown }) => void) | undefined;
+    const taker = new Promise<{ client: RawClient; ids: unknown }>((done) => (taken = done));
     pool.tickFrame = (...args) => {
       const out = original.apply(pool, args);
       if (out === null || args[0] !== session || args[1] !== 4) return out;
       return out.then(async (ticked) => {
         const { client: other } = await RawClient.hello(running.wsUrl, { resume: welcome.resume });
-        expect((await other.request({ t: 'spawn', agents: [{ id: 4, tree: 'guard' }] }, 'spawned')).ids).toEqual([4]);
-        taken!(other);
+        const { ids } = await other.request({ t: 'spawn', agents: [{ id: 4, tree: 'guard' }] }, 'spawned');
+        taken!({ client: other, ids });
         return ticked;
       });
     };
     let other: RawClient;
     try {
       client.send({ t: 'snapshot', tick: 4, time: 0.2, agents: rows(4) });
-      other = await taker;
+      const took = await taker;
+      other = took.client;
+      expect(took.ids).toEqual([4]);
     } finally {
       pool.tickFrame = original;
     }
