@@ -321,23 +321,18 @@ class Connection implements LiveConnection, SessionOutput {
     // Not in fixed mode: the round trip to the workers waits behind their ticks, and rows that then miss the clock's
     // tick reach the next one (docs/capacity.md: staleness p50 20–40 → 46–58 ms at 50,000 agents).
     const unread = session.mode === 'lockstep' ? parseSnapshotHead(bytes, this.ctx.config.maxFrameBytes, options) : undefined;
-    if (unread !== undefined) {
-      // Applied and ticked in one message to the worker holding the session's agents, where it can be.
-      const { parsed, start, count } = unread;
-      return this.lockstep(session, parsed.msg, parsed.errors, parsed.omittedErrors, bytes, { start, count, width: options.fieldCount! });
-    }
+    // Applied and ticked in one message to the worker holding the session's agents where it can be (lockstep), else
+    // staged on the workers (unreadRows).
+    if (unread !== undefined) return this.lockstep(session, unread.parsed.msg, unread.parsed.errors, unread.parsed.omittedErrors, bytes, unread);
     return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, options), bytes);
   }
 
   /** A snapshot with unread rows that the pool could not apply and tick in one go: staged on the workers, or read here. */
-  private unreadRows(session: Session, bytes: Buffer): Promise<void> | undefined {
-    const options = this.parseOptions(session);
-    const unread = parseSnapshotHead(bytes, this.ctx.config.maxFrameBytes, options);
-    if (unread !== undefined) {
-      const staging = this.ctx.pool.stageRows(session.id, bytes, unread.start, unread.count, options.fieldCount!);
-      if (staging !== null) return this.staged(session, unread, staging, bytes);
-    }
-    return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, options), bytes);
+  private unreadRows(session: Session, unread: UnreadRows, bytes: Buffer): Promise<void> | undefined {
+    const width = session.fields?.length ?? 0;
+    const staging = this.ctx.pool.stageRows(session.id, bytes, unread.start, unread.count, width);
+    if (staging !== null) return this.staged(session, unread, staging, bytes);
+    return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, this.parseOptions(session)), bytes);
   }
 
   /**
@@ -552,15 +547,15 @@ class Connection implements LiveConnection, SessionOutput {
     else this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
   }
 
-  /** `rows`: the snapshot's rows are unread, there in `raw` (`msg` has none): tried in one go first (Session.lockstepFrame). */
-  private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number, raw: Buffer, rows?: { start: number; count: number; width: number }): Promise<void> {
+  /** `unread`: the snapshot's rows are unread, there in `raw` (`msg` has none): tried in one go first (Session.lockstepFrame). */
+  private async lockstep(session: Session, msg: SnapshotMessage, refused: readonly EntryError[], omitted: number, raw: Buffer, unread?: UnreadRows): Promise<void> {
     let decisions: DecisionsFields;
     let encoded: Buffer | undefined;
     try {
-      const out = rows === undefined ? await session.lockstep(msg, raw) : await session.lockstepFrame(msg, rows, raw);
-      // Not in one go: read as ever. Freed meanwhile: nothing to apply.
+      const out = unread === undefined ? await session.lockstep(msg, raw) : await session.lockstepFrame(msg, { start: unread.start, count: unread.count, width: session.fields?.length ?? 0 }, raw);
+      // Not in one go: staged or read as ever. Freed meanwhile: nothing to apply.
       if (out === null) {
-        if (!session.ended) await this.unreadRows(session, raw);
+        if (unread !== undefined && !session.ended) await this.unreadRows(session, unread, raw);
         return;
       }
       this.entryErrors([...refused, ...out.errors], omitted, msg.id);
