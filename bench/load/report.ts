@@ -30,6 +30,7 @@ export function resultsTable(results: readonly RunResult[]): string {
   ];
   if (lockstep) {
     rows.push(row('latency p50 / p99 / p99.9 / max ms', (r) => (r.lockstepLatencyMs === null ? '-' : `${ms(r.latencyMs.p50)} / ${ms(r.latencyMs.p99)} / ${ms(r.latencyMs.p999)} / ${ms(r.latencyMs.max)}`)));
+    rows.push(row('snapshots: one message / staged / main thread', (r) => (r.snapshotPaths === null ? '-' : `${r.snapshotPaths.oneMessage} / ${r.snapshotPaths.staged} / ${r.snapshotPaths.mainThread}`)));
   }
   if (fixed) {
     rows.push(

@@ -26,6 +26,9 @@ export class Metrics {
   readonly bytesOut: Counter<'transport'>;
   readonly errors: Counter<'code'>;
   readonly unknownRows: Counter;
+  /** Lockstep snapshots by how their rows were read, with pre-bound children (one increment a frame). */
+  readonly snapshotPaths: Counter<'path'>;
+  readonly snapshotPath: Readonly<Record<SnapshotPath, { inc(): void }>>;
   readonly goodbyes: Counter<'reason'>;
   readonly recordingBytes: Counter;
   readonly recordingFailures: Counter;
@@ -107,6 +110,17 @@ export class Metrics {
     this.bytesOut = new Counter({ name: 'canopy_bytes_sent_total', help: 'Bytes of protocol messages sent', labelNames: ['transport'], registers });
     this.errors = new Counter({ name: 'canopy_errors_total', help: 'Errors reported to clients, by protocol code', labelNames: ['code'], registers });
     this.unknownRows = new Counter({ name: 'canopy_unknown_agent_rows_total', help: 'Snapshot observations for agents the session does not have (ignored)', registers });
+    this.snapshotPaths = new Counter({
+      name: 'canopy_lockstep_snapshots_total',
+      help: 'Lockstep snapshots by how their rows were read: applied and ticked in one message to the worker holding the session (one_message), checked by the workers first (staged), or read on the main thread (main_thread)',
+      labelNames: ['path'],
+      registers,
+    });
+    this.snapshotPath = {
+      one_message: this.snapshotPaths.labels('one_message'),
+      staged: this.snapshotPaths.labels('staged'),
+      main_thread: this.snapshotPaths.labels('main_thread'),
+    };
     this.recordingBytes = new Counter({ name: 'canopy_recording_bytes_total', help: 'Compressed bytes of recordings written to disk', registers });
     this.recordingFailures = new Counter({ name: 'canopy_recording_failures_total', help: 'Recordings stopped by an error (disk full, folder not writable, fell behind)', registers });
     this.recordingsStarted = new Counter({ name: 'canopy_recordings_started_total', help: 'Session recordings started', registers });
@@ -124,9 +138,12 @@ export class Metrics {
    * leaves no trace. Errors are kept: the warm-up makes none unless something is wrong (then it is logged too).
    */
   resetTraffic(): void {
-    for (const m of [this.ticks, this.tickDuration, this.tickLateness, this.missedTicks, this.decisionsFrames, this.heldDecisions, this.actions, this.cancels, this.bytesIn, this.bytesOut, this.unknownRows]) m.reset();
+    for (const m of [this.ticks, this.tickDuration, this.tickLateness, this.missedTicks, this.decisionsFrames, this.heldDecisions, this.actions, this.cancels, this.bytesIn, this.bytesOut, this.unknownRows, this.snapshotPaths]) m.reset();
   }
 }
+
+/** How a lockstep snapshot's rows were read (docs/capacity.md, *Round sixteen*). */
+export type SnapshotPath = 'one_message' | 'staged' | 'main_thread';
 
 /** GET /metrics in the Prometheus text format. */
 export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {

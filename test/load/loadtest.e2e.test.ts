@@ -59,6 +59,11 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
     }
     const [lockstep, fixed] = report.runs;
     expect(lockstep!.lockstepLatencyMs!.count).toBeGreaterThan(2 * 20 * 2);
+    // One worker: every snapshot of the window applied and ticked in one message to it.
+    expect(lockstep!.snapshotPaths).toMatchObject({ staged: 0, mainThread: 0 });
+    expect(lockstep!.snapshotPaths!.oneMessage).toBeGreaterThan(2 * 20 * 2);
+    expect(out.stdout).toMatch(/snapshots: one message \/ staged \/ main thread +\d+ \/ 0 \/ 0/);
+    expect(fixed!.snapshotPaths).toBeNull();
     expect(fixed!.tickLatenessMs).not.toBeNull();
     expect(fixed!.decisionSpacingMs!.p50).toBeGreaterThan(20);
     expect(fixed!.decisionSpacingMs!.p50).toBeLessThan(200);

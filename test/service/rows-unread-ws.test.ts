@@ -83,6 +83,10 @@ test.each([
     const out = originals.tickFrame(...args);
     return out === null ? null : out.then((ticked) => ((folded += ticked === null ? 0 : 1), ticked));
   };
+  // The service's own count of how it read each lockstep snapshot (canopy_lockstep_snapshots_total), before and after.
+  const paths = async (): Promise<Record<string, number>> =>
+    Object.fromEntries((await withWorkers.server.metrics.snapshotPaths.get()).values.map((v) => [v.labels.path as string, v.value]));
+  const pathsBefore = await paths();
   const clients = await Promise.all([open(withWorkers), open(inline)]);
   // From here on: what the snapshots bring back (the welcome and spawn answers carry ids of their own).
   const from = clients.map((c) => c.frames.length);
@@ -114,6 +118,10 @@ test.each([
   // Spread sessions never tick in one go. On one worker, full snapshots (and frames whose rows fail) are staged.
   expect(staged + folded).toBeGreaterThan(n / 2);
   expect(spreadOut ? folded === 0 : folded > n / 4, `${folded} of the frames in one message`).toBe(true);
+  const pathsAfter = await paths();
+  const delta = (path: string): number => (pathsAfter[path] ?? 0) - (pathsBefore[path] ?? 0);
+  expect([delta('one_message'), delta('staged')]).toEqual([folded, staged]);
+  expect(delta('main_thread')).toBeGreaterThan(0); // rows the fast path does not take, read on the main thread
   expect(clients[0]!.frames.some((f) => f.t === 'decisions')).toBe(true);
   expect(clients[0]!.frames.some((f) => f.t === 'error')).toBe(true);
   await Promise.all(clients.map((c) => c.close()));

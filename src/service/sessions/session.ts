@@ -8,6 +8,7 @@ import {
   ErrorCode,
   Msg,
   hasContent,
+  isPackedRows,
   resultCount,
   type ActionResult,
   type AgentId,
@@ -442,6 +443,7 @@ export class Session {
         Msg.badField('snapshot.time', `must not go backwards: the previous snapshot had time ${this.lastTime}, this one ${time}`),
       );
     }
+    if (!this.replaying) this.host.metrics.snapshotPath[isPackedRows(msg.agents) && msg.agents.kind === 'staged' ? 'staged' : 'main_thread'].inc();
     const errors = this.applySnapshot(msg, raw);
     const dt = this.lastTime === undefined ? 0 : time - this.lastTime;
     this.lastTime = time;
@@ -490,6 +492,7 @@ export class Session {
     if (out !== null) this.frameApplied(msg, raw, time, dt);
     this.releaseRecords();
     if (out === null) return null;
+    this.host.metrics.snapshotPath.one_message.inc();
     if (out.unknown > 0) this.host.metrics.unknownRows.inc(out.unknown);
     const { decisions, encoded } = this.ticked(msg.tick, msg.tick, out.decisions, started);
     await this.durable?.settled();
