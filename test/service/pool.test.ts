@@ -532,8 +532,9 @@ describe('sessions kept on one worker (sessionAffinity)', () => {
       await p.ready();
       for (const [k, n] of [[1, 1000], [2, 600], [3, 300]] as const) {
         p.createSession(`s${k}`, { fields: FIELDS, maxAgents: 10_000 });
-        // In parts, as a game server spawns: later parts follow the first.
+        // In parts, as a game server spawns: later parts follow the first. Then it ticks.
         for (let from = 0; from < n; from += 250) expect(p.spawn(`s${k}`, ids(Math.min(250, n - from), from)).errors).toEqual([]);
+        await p.tick(`s${k}`, 1, DT, DT, 1);
       }
       // s1 (1,000) on worker 0; s2 on the less loaded worker 1; s3 on worker 1 again (600 < 1,000).
       expect([workersOf(p, 's1'), workersOf(p, 's2'), workersOf(p, 's3')]).toEqual([[0], [1], [1]]);
@@ -562,6 +563,39 @@ describe('sessions kept on one worker (sessionAffinity)', () => {
       expect(p.spawn('next', ids(150)).errors).toEqual([]);
       expect(workersOf(p, 'next')).toEqual([1]);
       expect(p.workerStats().map((w) => w.agents)).toEqual([550, 600]);
+    } finally {
+      await p.close();
+    }
+  });
+
+  it('game servers that start together and spawn in turns stay whole, two to a worker', async () => {
+    const p = await createAgentPool({ trees, plugins, workers: 2 });
+    try {
+      await p.ready();
+      // The turns a service saw (docs/capacity.md, *Round sixteen*): the first game server's 4,000 agents before the
+      // others' first part. Counting only the agents placed so far, the next three all went home to worker 1 (the
+      // least loaded each time), which then ran 8,192 agents ahead and split every one of them.
+      for (const k of [1, 2, 3, 4]) p.createSession(`g${k}`, { fields: FIELDS, maxAgents: 20_000 });
+      const spawned = [0, 0, 0, 0, 0];
+      const part = (k: number, n: number): void => {
+        expect(p.spawn(`g${k}`, ids(n, spawned[k]!)).errors).toEqual([]);
+        spawned[k]! += n;
+      };
+      for (let i = 0; i < 4; i++) part(1, 1000);
+      part(2, 1000);
+      part(1, 1000);
+      part(3, 1000);
+      part(4, 1000);
+      while (spawned.some((n, k) => k > 0 && n < 12_500)) for (const k of [2, 3, 4, 1]) if (spawned[k]! < 12_500) part(k, Math.min(1000, 12_500 - spawned[k]!));
+      const homes = [1, 2, 3, 4].map((k) => workersOf(p, `g${k}`));
+      expect(homes.every((w) => w.length === 1)).toBe(true);
+      expect(p.workerStats().map((w) => w.agents)).toEqual([25_000, 25_000]);
+      // Once a session has ticked it counts as the agents it has: a newcomer goes to the less loaded worker.
+      for (const k of [1, 2, 3, 4]) await p.tick(`g${k}`, 1, DT, DT, 1);
+      p.despawn('g1', ids(2000).map((a) => a.id));
+      p.createSession('late', { fields: FIELDS, maxAgents: 10_000 });
+      expect(p.spawn('late', ids(100)).errors).toEqual([]);
+      expect(workersOf(p, 'late')).toEqual(homes[0]);
     } finally {
       await p.close();
     }

@@ -72,6 +72,8 @@ class RouterSession implements KnownIds {
    * loaded one when its first agent came, or when the one before went down; -1 before that.
    */
   home = -1;
+  /** False until the session's first tick: a game server still spawning its agents (PoolRouter.homeFor). */
+  ticked = false;
   scanIds: AgentId[] = [];
   scanPacked: number[] = [];
   shards: SessionShard[];
@@ -803,6 +805,7 @@ export abstract class PoolRouter implements AgentPool {
     const session = s.name;
     if (s.ticking) throw new PoolUsageError('E_INTERNAL', `session '${session}': tick ${tick} started before the previous tick ended`);
     s.ticking = true;
+    s.ticked = true;
     try {
       const pending: Array<Promise<FromHost>> = [];
       const hosts: number[] = [];
@@ -1020,8 +1023,28 @@ export abstract class PoolRouter implements AgentPool {
   private place(s: RouterSession): number {
     const least = this.leastLoaded();
     if (least < 0 || this.sessionAffinity <= 0) return least;
-    if (s.home < 0 || !this.up[s.home]) s.home = least;
+    if (s.home < 0 || !this.up[s.home]) s.home = this.homeFor(s);
     return this.load[s.home]! - this.load[least]! < this.sessionAffinity ? s.home : least;
+  }
+
+  /**
+   * The home of a session's first agents: the live worker with the fewest agents, where each other session that has
+   * not ticked yet counts as if it had `sessionAffinity` agents already (those it has, or more). Game servers that
+   * start together spawn in turns (messages of 1,000 to 5,000 agents): counting only the agents placed so far sent
+   * three of four 12,500-agent sessions home to the same worker, which then ran `sessionAffinity` ahead and split
+   * them all (docs/capacity.md, *Round sixteen*). A session that has ticked counts as the agents it has.
+   */
+  private homeFor(s: RouterSession): number {
+    const load = this.load.slice();
+    for (const other of this.sessions.values()) {
+      if (other === s || other.ticked || other.home < 0) continue;
+      load[other.home]! += Math.max(0, this.sessionAffinity - other.routes.size);
+    }
+    let best = -1;
+    for (let h = 0; h < this.hostCount; h++) {
+      if (this.up[h] && (best < 0 || load[h]! < load[best]!)) best = h;
+    }
+    return best;
   }
 
   /** The live host with the fewest agents (lowest number on ties), or -1. */
