@@ -322,8 +322,11 @@ class Connection implements LiveConnection, SessionOutput {
     // tick reach the next one (docs/capacity.md: staleness p50 20–40 → 46–58 ms at 50,000 agents).
     const unread = session.mode === 'lockstep' ? parseSnapshotHead(bytes, this.ctx.config.maxFrameBytes, options) : undefined;
     // Applied and ticked in one message to the worker holding the session's agents where it can be (lockstep), else
-    // staged on the workers (unreadRows).
-    if (unread !== undefined) return this.lockstep(session, unread.parsed.msg, unread.parsed.errors, unread.parsed.omittedErrors, bytes, unread);
+    // staged on the workers (unreadRows). The inline pool reads the rows itself.
+    if (unread !== undefined) {
+      if (this.ctx.pool.workerCount > 0) return this.lockstep(session, unread.parsed.msg, unread.parsed.errors, unread.parsed.omittedErrors, bytes, unread);
+      return this.unreadRows(session, unread, bytes);
+    }
     return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, options), bytes);
   }
 
