@@ -4,7 +4,7 @@
 import type { FrameHolds } from './frames.js';
 import { FreeBuffers } from './free-buffers.js';
 import { DOUBLE_FIELD_START } from './progress.js';
-import type { CheckpointReply, FrameBatch, ResultBatch, RowBatch, TickOrder, ToHost } from './wire.js';
+import { framesOf, type CheckpointReply, type FrameBatch, type ResultBatch, type RowBatch, type TickOrder, type ToHost } from './wire.js';
 
 /** Default PoolOptions.checkpointMs. */
 export const DEFAULT_CHECKPOINT_MS = 2000;
@@ -123,7 +123,7 @@ export class RecoveryJournal {
         log.orders.push(copy);
         log.ticks++;
         log.loggedBytes += inputBytes(copy);
-        if (this.frames !== null) forEachFrame(msg, (f) => this.frames!.hold(f));
+        if (this.frames !== null) for (const f of framesOf(msg) ?? []) this.frames.hold(f);
         if (log.inflight !== null) return false;
         // A new session's first checkpoint is due `everyMs` of session time after its first tick, not on it: a game
         // server that spawns its agents and ticks at once would pay for packing them all right then, and so would
@@ -178,7 +178,7 @@ export class RecoveryJournal {
       log.ticks--;
       log.loggedBytes -= inputBytes(o);
       // Covered by the checkpoint: the worker read these frames before it packed it.
-      if (this.frames !== null) forEachFrame(o, (f) => this.frames!.release(f));
+      if (this.frames !== null) for (const f of framesOf(o) ?? []) this.frames.release(f);
       releaseTick(o, this.copies);
       // The checkpoint holds the stopped agent: the stop need not be replayed any more.
       if (log.stops.length > 0) log.stops = log.stops.filter((x) => x.req !== o.req);
@@ -295,12 +295,6 @@ function inputBytes(o: TickOrder): number {
   if (o.results !== null) n += o.results.data.byteLength;
   if (o.stage !== undefined && o.stage !== null) n += o.stage.frame.byteLength;
   return n;
-}
-
-/** Each snapshot frame a tick order reads: its frame rows', its stage's. */
-function forEachFrame(o: TickOrder, f: (frame: Uint8Array) => void): void {
-  if (o.frameRows !== null) for (const frame of o.frameRows.frames) f(frame);
-  if (o.stage !== undefined && o.stage !== null) f(o.stage.frame);
 }
 
 /** Rows in frames: two numbers a row copied; the frames themselves by reference (they are never changed). */

@@ -98,6 +98,18 @@ export interface TickStage {
   world: WorldUpdate | null;
 }
 
+/**
+ * The snapshot frames a tick order reads (its frame rows', its stage's), in a new array (null: none): the router holds
+ * them until the host answers, the recovery journal until a checkpoint covers the order.
+ */
+export function framesOf(order: TickOrder): Uint8Array[] | null {
+  const stage = order.stage ?? null;
+  if (order.frameRows === null || order.frameRows.frames.length === 0) return stage === null ? null : [stage.frame];
+  const frames = order.frameRows.frames.slice();
+  if (stage !== null) frames.push(stage.frame);
+  return frames;
+}
+
 /** Router → host. `spawn` carries the session's fields so a host (or a respawned worker) needs no set-up message. */
 export type ToHost =
   | { t: 'spawn'; session: string; fields: readonly string[] | null; agents: SpawnBatch }

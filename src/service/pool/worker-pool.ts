@@ -11,7 +11,7 @@ import { PoolRouter } from './router.js';
 import { FramePool } from './frames.js';
 import { DEFAULT_CHECKPOINT_MS, DEFAULT_CHECKPOINT_TICKS, RecoveryJournal, type RecoveryStats } from './recovery.js';
 import type { PoolLogger, PoolOptions } from './types.js';
-import type { FromHost, HostRequest, TickOrder, ToHost, TreesOrder, WorkerHello, WorldUpdate } from './wire.js';
+import { framesOf, type FromHost, type HostRequest, type ToHost, type TreesOrder, type WorkerHello, type WorldUpdate } from './wire.js';
 import type { TreeLibrary } from '../../bt/library.js';
 
 /**
@@ -181,7 +181,7 @@ export class WorkerPool extends PoolRouter {
     const due = msg.t === 'stage' ? false : (this.journal?.record(host, msg) ?? false);
     // The frames of a tick order are held until the worker answers it (it reads them before ticking), whether by
     // this worker or, after a crash, by its replacement (the journal holds them meanwhile).
-    const frames = msg.t === 'tick' ? tickFrames(msg) : null;
+    const frames = msg.t === 'tick' ? framesOf(msg) : null;
     if (frames !== null) for (const f of frames) this.frameCopies.hold(f);
     let reply = new Promise<FromHost>((resolve, reject) => {
       t.pending.set(msg.req, { resolve, reject });
@@ -397,13 +397,4 @@ export class WorkerPool extends PoolRouter {
 function failAll(t: HostThread, err: Error): void {
   for (const p of t.pending.values()) p.reject(err);
   t.pending.clear();
-}
-
-/** The snapshot frames a tick order reads (its frame rows', its stage's), or null: none. */
-function tickFrames(order: TickOrder): Uint8Array[] | null {
-  const stage = order.stage ?? null;
-  if (order.frameRows === null || order.frameRows.frames.length === 0) return stage === null ? null : [stage.frame];
-  const frames = order.frameRows.frames.slice();
-  if (stage !== null) frames.push(stage.frame);
-  return frames;
 }
