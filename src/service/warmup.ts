@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { WebSocket, type RawData } from 'ws';
-import { PROTOCOL_VERSION, decode, encode, encodeDecisions, parseClientFrame, type AgentId, type PackedRows } from '../protocol/index.js';
+import { PROTOCOL_VERSION, decode, encode, encodeDecisions, parseClientFrame, parseSnapshotHead, type AgentId, type PackedRows } from '../protocol/index.js';
 import { frameFields, type AgentPool, type SpawnEntry } from './pool/index.js';
 
 /** Observation fields of the warm-up when the trees read none of `self`'s: the value kinds of the fast path (number, boolean, null, [x, y]). */
@@ -97,7 +97,8 @@ export class WarmGame {
     this.results += results.length;
     // The world's fields change kind from phase to phase (it is one value for all agents): lists of points among them.
     const world = this.fields.world.length === 0 ? null : Object.fromEntries(this.fields.world.map((f, k) => [f, worldValue(phase + k, mix(k * 7919 + phase))]));
-    return { t: 'snapshot', tick: t, time: this.time, agents: rows, ...(world !== null ? { world } : {}), ...(results.length > 0 ? { results } : {}) };
+    // The rows last, as game servers send them: the fast path (rows the main thread does not read) needs that.
+    return { t: 'snapshot', tick: t, time: this.time, ...(world !== null ? { world } : {}), ...(results.length > 0 ? { results } : {}), agents: rows };
   }
 
   /** The seconds tick `t` advanced time by (after snapshot(t)). */
@@ -208,7 +209,8 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
   let workers = 0;
   if (o.agents <= 0 || o.rounds <= 0 || trees.length === 0) return { ms: 0, agents: 0, ticks: 0, workers: 0 };
   const fields = o.fields ?? NO_FIELDS_READ;
-  const parse = (msg: Record<string, unknown>) => parseClientFrame(encode(msg), o.maxFrameBytes, { fieldCount: fields.self.length, mode: 'lockstep', packRows: true });
+  const options = { fieldCount: fields.self.length, mode: 'lockstep', packRows: true } as const;
+  const parse = (msg: Record<string, unknown>) => parseClientFrame(encode(msg), o.maxFrameBytes, options);
   const count = Math.max(1, Math.min(pool.workerCount, o.agents));
   // Each session's snapshot within the frame limit, whatever the number of fields.
   const agents = Math.min(o.agents, count * rowsPerFrame(o.maxFrameBytes, fields));
@@ -238,12 +240,20 @@ export async function warmUp(pool: AgentPool, trees: readonly string[], o: Warmu
       for (let t = 1; t <= roundTicks; t++) {
         await Promise.all(
           sessions.map(async ({ name, game }) => {
-            const snapshot = parse(game.snapshot(t));
-            if (!snapshot.ok || snapshot.msg.t !== 'snapshot') throw new Error(`warm-up snapshot frame refused: ${snapshot.ok ? snapshot.msg.t : snapshot.message}`);
-            pool.observe(name, snapshot.msg.agents as PackedRows, false);
-            if (snapshot.msg.results !== undefined) pool.results(name, snapshot.msg.results);
-            if (snapshot.msg.world !== undefined) pool.setWorld(name, snapshot.msg.world);
-            const d = await pool.tick(name, t, game.time, game.dt(t), t);
+            const bytes = encode(game.snapshot(t));
+            // As the service reads a lockstep frame (ws.ts): applied and ticked in one message where the pool can, so
+            // that the code games run is the code warmed; else read here.
+            const unread = parseSnapshotHead(bytes, o.maxFrameBytes, options);
+            const folded = unread === undefined ? null : pool.tickFrame(name, t, game.time, game.dt(t), t, { bytes, start: unread.start, count: unread.count, width: fields.self.length, world: unread.parsed.msg.world, results: unread.parsed.msg.results });
+            let d = folded === null ? null : ((await folded)?.decisions ?? null);
+            if (d === null) {
+              const snapshot = parseClientFrame(bytes, o.maxFrameBytes, options);
+              if (!snapshot.ok || snapshot.msg.t !== 'snapshot') throw new Error(`warm-up snapshot frame refused: ${snapshot.ok ? snapshot.msg.t : snapshot.message}`);
+              pool.observe(name, snapshot.msg.agents as PackedRows, false);
+              if (snapshot.msg.results !== undefined) pool.results(name, snapshot.msg.results);
+              if (snapshot.msg.world !== undefined) pool.setWorld(name, snapshot.msg.world);
+              d = await pool.tick(name, t, game.time, game.dt(t), t);
+            }
             game.decided(t, decode(encodeDecisions(frameFields(d, t, t))) as Record<string, unknown>);
           }),
         );
