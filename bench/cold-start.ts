@@ -10,20 +10,20 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { WebSocket, type RawData } from 'ws';
 import { decode, encode, PROTOCOL_VERSION } from '../src/protocol/index.js';
 import { defaultConfig } from '../src/service/config.js';
 import { createServer } from '../src/service/server.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { treesFolderFor } from './load/service.js';
+import { benchArgs } from './lib/args.js';
 
 /** The warm-up: none, the pool's part only, the pool's and the session layer's; `again`: as `all`, and the game server measured is the second one (the floor: a warm process). */
 type Variant = 'none' | 'pool' | 'all' | 'again';
 const VARIANTS: Variant[] = ['none', 'pool', 'all', 'again'];
 const FIELDS = ['hp', 'enemyVisible', 'enemyDist', 'enemyPos'];
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '2500' },
     ticks: { type: 'string', default: '3' },

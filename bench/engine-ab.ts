@@ -13,14 +13,14 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
 import { canopyGuard, canopyLarge, canopyShooter } from './lib/canopy.js';
 import { ceilingIoGuard } from './lib/ceiling.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import type { Implementation } from './lib/population.js';
 import { gcAvailable, measure, type Clock } from './lib/run.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     baseline: { type: 'string' },
     rounds: { type: 'string', default: '9' },

@@ -12,15 +12,15 @@
 // for Canopy, the bench "game" delivering action results; perturbing the world is done between timed
 // ticks and excluded for every implementation.
 
-import { parseArgs } from 'node:util';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { GUARD_ACTIONS, sameCounts, type DecisionCounts, type ImplementationName } from './lib/population.js';
 import { GUARD_IMPLEMENTATIONS, IMPLEMENTATIONS, gcAvailable, measure, type RunResult } from './lib/run.js';
 import { DEFAULT_SEED } from './lib/world.js';
+import { benchArgs } from './lib/args.js';
 
 const MIN_TICKS = 50;
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '10000' },
     ticks: { type: 'string', default: '100' },

@@ -4,7 +4,10 @@
 //   npm run build && node dist/bench/expr-check.js
 
 import { checkExpression, compileExpression } from '../src/bt/expr/index.js';
+import { benchArgs } from './lib/args.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
+
+benchArgs(import.meta.url, { options: {} });
 
 const scope = { blackboardKeys: new Set(['hp', 'target']) };
 const exprs = Array.from({ length: 20_000 }, (_, i) => `bb.hp > ${i % 50} && dist(self, world.base) < 10 && bb.target != null`);

@@ -13,14 +13,14 @@
 //   npx tsx bench/failover.ts [--agents 10000] [--blocks 6] [--trials 20] [--failover-agents 1000] [--lease-ms 1000]
 
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { CanopyClient } from '../src/client/index.js';
 import { start, writeFixture, type Running } from '../test/service/harness.js';
 import { FIELDS, Game, TREES } from '../test/durable/game.js';
 import { metric, startInstance, startRedis, type Instance } from '../test/durable/procs.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '10000' },
     blocks: { type: 'string', default: '6' },

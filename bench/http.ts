@@ -11,14 +11,14 @@
 import autocannon, { type Request, type Result } from 'autocannon';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { encode } from '../src/protocol/index.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { existingService, repoRoot, startService, type Target } from './load/service.js';
 import { FIELDS, GameWorld } from './load/world.js';
 import { RowWriter, type ActionDecision, type CancelDecision } from '../src/client/index.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     connections: { type: 'string', default: '8' },
     seconds: { type: 'string', default: '10' },

@@ -6,13 +6,13 @@
 //   npm run build && node dist/bench/idle-connections.js [--nofile 1024] [--sockets 1200]
 
 import { execFileSync } from 'node:child_process';
-import { parseArgs } from 'node:util';
 import { WebSocket } from 'ws';
 import { defaultConfig } from '../src/service/config.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { startService } from './load/service.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     nofile: { type: 'string', default: '1024' },
     sockets: { type: 'string', default: '1200' },

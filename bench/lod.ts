@@ -12,7 +12,6 @@
 //       [--rows all|due]   (due: with the mix, the game sends a far agent's row only every `every` ticks too)
 
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { playFrames, snapshotFrames } from './lib/session-frames.js';
 import { loadLibrary } from '../src/service/http/trees.js';
@@ -23,8 +22,9 @@ import { FIELDS, GameWorld } from './load/world.js';
 import { everyOf, formatLodMix, parseLodMix, tickFraction, type LodMix } from './load/lod.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { loadavg } from 'node:os';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '50000' },
     ticks: { type: 'string', default: '100' },

@@ -17,7 +17,6 @@
 
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { CanopyClient, RowWriter } from '../src/client/index.js';
 import { TreeLibrary } from '../src/bt/library.js';
 import { createAgentPool } from '../src/service/pool/index.js';
@@ -33,8 +32,9 @@ import { buckets, delta, fetchMetrics, quantile, sum, type Scrape } from './load
 import { repoRoot, startService, type ThreadCpu } from './load/service.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { loadavg } from 'node:os';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '1000000' },
     sessions: { type: 'string', default: '8' },

@@ -8,10 +8,10 @@
 
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     pairs: { type: 'string', default: '3' },
     rounds: { type: 'string', default: '3' },

@@ -19,7 +19,6 @@
 import { performance } from 'node:perf_hooks';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { existsSync } from 'node:fs';
 import type { AgentId } from '../src/bt/index.js';
 import { createAgentPool, type AgentPool, type Decisions } from '../src/service/pool/index.js';
@@ -27,8 +26,9 @@ import { LARGE_TREE_DURATIONS } from './lib/canopy.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { FLEE_TICKS, MOVE_TICKS, TICK_SECONDS } from './lib/population.js';
 import { DEFAULT_SEED, World } from './lib/world.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     sessions: { type: 'string', default: '1' },
     agents: { type: 'string', default: '20000' },

@@ -13,7 +13,6 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { playFrames, snapshotFrames } from './lib/session-frames.js';
 import { RecordingReader, RecordingWriter } from '../src/record/index.js';
@@ -26,8 +25,9 @@ import { SessionRecorder } from '../src/service/recording/recorder.js';
 import { Session } from '../src/service/sessions/session.js';
 import { FIELDS, GameWorld } from './load/world.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '50000' },
     ticks: { type: 'string', default: '100' },

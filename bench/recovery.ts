@@ -9,7 +9,6 @@
 //   npx tsx bench/recovery.ts [--agents 50000] [--blocks 6]
 
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import type { AgentId } from '../src/bt/index.js';
 import { crashWorkerForTests, createAgentPool, type AgentPool, type Decisions, type WorkerPool } from '../src/service/pool/index.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
@@ -23,8 +22,9 @@ import { packSpawnOrders } from '../src/service/pool/spawns.js';
 import type { TickOrder } from '../src/service/pool/wire.js';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: { agents: { type: 'string', default: '50000' }, blocks: { type: 'string', default: '6' }, 'isolated-only': { type: 'boolean', default: false } },
 });
 const agents = Number(values.agents);

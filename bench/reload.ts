@@ -10,7 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TreeLibrary } from '../src/bt/library.js';
 import { createAgentPool } from '../src/service/pool/index.js';
+import { benchArgs } from './lib/args.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
+
+benchArgs(import.meta.url, { options: {} });
 
 const AGENTS = 20_000;
 const version = (action: string) => ({

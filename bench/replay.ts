@@ -9,7 +9,6 @@ import { mkdtemp, readdir, rm, stat, writeFile, mkdir, copyFile, readFile } from
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { WebSocket } from 'ws';
 import { TreeLibrary } from '../src/bt/library.js';
@@ -18,8 +17,9 @@ import { Kind, RecordingReader, verifyRecording, whatIf } from '../src/record/in
 import { defaultConfig } from '../src/service/config.js';
 import { createServer } from '../src/service/server.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '10000' },
     seconds: { type: 'string', default: '60' },

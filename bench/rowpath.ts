@@ -20,14 +20,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import type { AgentId } from '../src/bt/index.js';
 import { decode, encode, encodeDecisions, parseClientFrame, parseSnapshotHead, type SnapshotMessage } from '../src/protocol/index.js';
 import { createAgentPool, frameFields, WorkerPool, type AgentPool, type Decisions } from '../src/service/pool/index.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     sessions: { type: 'string', default: '4' },
     agents: { type: 'string', default: '50000' },

@@ -15,13 +15,13 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { WebSocket } from 'ws';
 import { decode, encode } from '../src/protocol/index.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { startService, type Target } from './load/service.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '10000' },
     readers: { type: 'string', default: '1,2' },

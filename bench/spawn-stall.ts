@@ -8,7 +8,6 @@
 //
 //   npm run build && node dist/bench/spawn-stall.js [--agents 10000] [--rounds 6]
 
-import { parseArgs } from 'node:util';
 import { deserialize, serialize } from 'node:v8';
 import { decodeItems, encode, LIMITS, parseClientFrame, parseClientMessage, splitFrameList, type AgentId } from '../src/protocol/index.js';
 import { AgentHost } from '../src/service/pool/host.js';
@@ -21,6 +20,7 @@ import type { FromHost, HostRequest, ToHost, WorldUpdate } from '../src/service/
 import type { TreeLibrary } from '../src/bt/library.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { agentIds, ID_STYLES } from './load/ids.js';
+import { benchArgs } from './lib/args.js';
 
 /**
  * CPU time of this process, ms: the machine is shared, and wall time would count the time other programs had the
@@ -35,7 +35,7 @@ const performance = {
   },
 };
 
-const { values } = parseArgs({ options: { agents: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '6' } } });
+const { values } = benchArgs(import.meta.url, { options: { agents: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '6' } } });
 const N = Number(values.agents);
 const ROUNDS = Math.max(2, Number(values.rounds));
 const PART = 1000;

@@ -8,13 +8,13 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { defaultConfig } from '../src/service/config.js';
 import { createServer } from '../src/service/server.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({ options: { agents: { type: 'string', default: '3000' }, stall: { type: 'string', default: '500' }, rounds: { type: 'string', default: '3' } } });
+const { values } = benchArgs(import.meta.url, { options: { agents: { type: 'string', default: '3000' }, stall: { type: 'string', default: '500' }, rounds: { type: 'string', default: '3' } } });
 const agents = Number(values.agents);
 const stallMs = Number(values.stall);
 const rounds = Number(values.rounds);

@@ -13,7 +13,6 @@
 // Without it, A is a copy of the pre-trace Agent.tick in bench/lib/canopy.ts over today's agents.
 
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Agent, DecisionSink } from '../src/bt/index.js';
@@ -23,8 +22,9 @@ import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { FLEE_TICKS, MOVE_TICKS, sameCounts, TICK_SECONDS } from './lib/population.js';
 import { DEFAULT_SEED, World } from './lib/world.js';
 import { repoRoot } from './load/service.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '10000' },
     ticks: { type: 'string', default: '400' },

@@ -13,14 +13,14 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import { CanopyClient } from '../src/client/index.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { buckets, delta, fetchMetrics, type Scrape } from './load/prom.js';
 import { startService } from './load/service.js';
+import { benchArgs } from './lib/args.js';
 
-const { values } = parseArgs({
+const { values } = benchArgs(import.meta.url, {
   options: {
     agents: { type: 'string', default: '3000' },
     seconds: { type: 'string', default: '6' },
