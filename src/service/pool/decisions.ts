@@ -271,18 +271,36 @@ function decisions(
   errors: Decisions['errors'],
 ): Decisions {
   const d = { tick, basedOn } as Decisions;
-  lazy(d, 'actions', 'encodedActions', actions);
-  lazy(d, 'cancels', 'encodedCancels', cancels);
-  lazy(d, 'done', 'encodedDone', done);
+  // The same descriptors every time (getters shared, not closures made per Decisions): V8 then reuses the object's
+  // shapes from one Decisions to the next instead of building new ones (1.6 % of the main thread before).
+  Object.defineProperty(d, 'actions', LAZY_ACTIONS);
+  Object.defineProperty(d, 'cancels', LAZY_CANCELS);
+  Object.defineProperty(d, 'done', LAZY_DONE);
   d.errors = errors;
+  Object.defineProperty(d, 'encodedActions', { value: actions });
+  Object.defineProperty(d, 'encodedCancels', { value: cancels });
+  Object.defineProperty(d, 'encodedDone', { value: done });
   return d;
 }
 
-function lazy(d: Decisions, name: 'actions' | 'cancels' | 'done', encodedName: string, encoded: EncodedTuples<unknown>): void {
-  let values: unknown[] | null = null;
-  Object.defineProperty(d, name, { enumerable: true, get: () => (values ??= encoded.decode()) });
-  Object.defineProperty(d, encodedName, { value: encoded, enumerable: false });
+/** A list's property that decodes `encoded` when first read, and keeps what it decoded under `cache` (not enumerable). */
+function lazyList(encoded: 'encodedActions' | 'encodedCancels' | 'encodedDone', cache: symbol): PropertyDescriptor {
+  return {
+    enumerable: true,
+    get(this: Decisions & Record<symbol, unknown[] | undefined>): unknown[] {
+      let values = this[cache];
+      if (values === undefined) {
+        values = this[encoded].decode();
+        Object.defineProperty(this, cache, { value: values });
+      }
+      return values;
+    },
+  };
 }
+
+const LAZY_ACTIONS = lazyList('encodedActions', Symbol('actions'));
+const LAZY_CANCELS = lazyList('encodedCancels', Symbol('cancels'));
+const LAZY_DONE = lazyList('encodedDone', Symbol('done'));
 
 /**
  * The `decisions` frame's fields of a pool's Decisions, its lists as they came encoded (spliced into the frame, not
