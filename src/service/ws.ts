@@ -39,6 +39,7 @@ import { Outbox, OutboxBudget } from './sessions/outbox.js';
 import { TokenBucket } from './http/rate.js';
 import { SnapshotRefused, rotateToken, type Session, type SessionOutput, type TreesNotice } from './sessions/session.js';
 import type { Durability } from './durable/durability.js';
+import type { Tally } from './metrics.js';
 import { WARMUP_REASON } from './sessions/registry.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
@@ -136,6 +137,8 @@ class Connection implements LiveConnection, SessionOutput {
   private readonly pausedBy = new Set<PauseReason>();
   /** CANOPY_MAX_MESSAGE_RATE: a frame without a token waits in the queue, reading paused. */
   private readonly rate: TokenBucket;
+  /** canopy_bytes_received_total{transport="ws"}, counted on every frame. */
+  private readonly bytesIn: Tally;
   private throttleTimer: NodeJS.Timeout | undefined;
   private lastThrottleError = -Infinity;
   /** Set once the connection is going away (bye, goodbye, fatal error): later frames are ignored. */
@@ -156,14 +159,16 @@ class Connection implements LiveConnection, SessionOutput {
     this.ctx = ctx;
     this.log = log;
     const metrics = ctx.metrics;
+    const bytesOut = metrics.bytesOut.tally('ws');
+    this.bytesIn = metrics.bytesIn.tally('ws');
     this.rate = new TokenBucket(ctx.config.maxMessageRate, performance.now());
     this.outbox = new Outbox(socket, {
       softBytes: ctx.tuning.softBufferBytes,
       hardBytes: ctx.tuning.hardBufferBytes,
       budget,
       onSent: (bytes, kind) => {
-        metrics.bytesOut.inc({ transport: 'ws' }, bytes);
-        if (kind === 'decisions') metrics.decisionsFrames.inc({ mode: this.session?.mode ?? 'fixed' });
+        bytesOut.inc(bytes);
+        if (kind === 'decisions') metrics.decisionsFrames.tally(this.session?.mode ?? 'fixed').inc();
       },
       onMerged: () => metrics.heldDecisions.inc(),
       onOverflow: () => this.goodbye(GoodbyeReason.slowConsumer),
@@ -192,7 +197,7 @@ class Connection implements LiveConnection, SessionOutput {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.ending) return;
     const bytes = toBuffer(data);
-    this.ctx.metrics.bytesIn.inc({ transport: 'ws' }, bytes.length);
+    this.bytesIn.inc(bytes.length);
     if (!isBinary) {
       this.refuse(ErrorCode.E_PROTOCOL, 'text frames are not part of the protocol; send each message as one binary MessagePack frame');
       if (this.session === undefined) this.close(CloseCode.protocolError);

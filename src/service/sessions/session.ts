@@ -591,7 +591,7 @@ export class Session {
     metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
     this.lastTick = tick;
     this.stats.ticked(d, performance.now() - started);
-    metrics.ticks.inc({ mode: this.mode });
+    metrics.ticks.tally(this.mode).inc();
     const actions = d.encodedActions.count;
     if (actions > 0) metrics.actions.inc(actions);
     if (d.encodedCancels.count > 0) metrics.cancels.inc(d.encodedCancels.count);
