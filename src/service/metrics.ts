@@ -15,8 +15,8 @@ export interface MetricsSources {
 export class Metrics {
   readonly registry = new Registry();
   readonly ticks: FastCounter<'mode'>;
-  readonly tickDuration: Histogram<'mode'>;
-  readonly tickLateness: Histogram;
+  readonly tickDuration: FastHistogram<'mode'>;
+  readonly tickLateness: FastHistogram;
   readonly missedTicks: Counter;
   readonly decisionsFrames: FastCounter<'mode'>;
   readonly heldDecisions: Counter;
@@ -80,14 +80,14 @@ export class Metrics {
     workerGauge('canopy_worker_last_tick_seconds', 'Duration of the last tick slice each worker ran', (w) => w.lastTickMs / 1000);
 
     this.ticks = new FastCounter({ name: 'canopy_ticks_total', help: 'Session ticks run', labelNames: ['mode'], registers });
-    this.tickDuration = new Histogram({
+    this.tickDuration = new FastHistogram({
       name: 'canopy_tick_duration_seconds',
       help: 'Time to tick every agent of one session once, workers included',
       labelNames: ['mode'],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
-    this.tickLateness = new Histogram({
+    this.tickLateness = new FastHistogram({
       name: 'canopy_tick_lateness_seconds',
       help: 'How late fixed-rate ticks started against their schedule',
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1],
@@ -142,50 +142,100 @@ export class Metrics {
   }
 }
 
-/** One label value's count of a FastCounter, kept as a plain number until the counter is scraped. */
-export class Tally {
-  pending = 0;
+// prom-client's `inc` and `observe`, called from all over a busy main thread (every frame, label objects of many shapes,
+// cold caches), cost 3–10 µs a call: 4 % of the main thread's CPU at 50,000 agents in lockstep. In a loop they cost a
+// few hundred ns. So the hot path adds to plain numbers (FastCounter) or a buffer (FastHistogram), and prom-client is
+// handed them when the metric is read — scraped, or `get()` — or a histogram's buffer is full: the figures are exactly
+// prom-client's (docs/capacity.md, *Round seventeen*). At most one label each.
 
-  inc(value = 1): void {
-    // The checks prom-client makes, made here: a bad value fails where it is counted, not at the next scrape.
-    if (!(value >= 0) || value === Infinity) throw new TypeError(`a counter cannot add ${value}`);
-    this.pending += value;
+/** What a fast metric holds for one label value until it is read. */
+interface Held {
+  /** Hands what is held to prom-client. */
+  flush(): void;
+  /** Drops what is held (a reset). */
+  clear(): void;
+}
+
+/** The held values of a fast metric by label value (the empty string when it has no label). */
+class ByLabel<T extends Held> {
+  private readonly held = new Map<string, T>();
+
+  constructor(private readonly name: string, private readonly label: string | undefined, private readonly make: (labels: Record<string, string> | undefined) => T) {}
+
+  of(labelValue: string): T {
+    let h = this.held.get(labelValue);
+    if (h === undefined) {
+      if (this.label === undefined ? labelValue !== '' : labelValue === '') throw new Error(`${this.name}: a value for its one label, or none when it has none`);
+      h = this.make(this.label === undefined ? undefined : { [this.label]: labelValue });
+      this.held.set(labelValue, h);
+    }
+    return h;
+  }
+
+  /** The label value `labels` names (prom-client's signature: `{ label: value }`). */
+  valueIn(labels: Partial<Record<string, string>>): string {
+    return this.label === undefined ? '' : (labels[this.label] ?? '');
+  }
+
+  flush(): void {
+    for (const h of this.held.values()) h.flush();
+  }
+
+  clear(): void {
+    for (const h of this.held.values()) h.clear();
   }
 }
 
-/**
- * A prom-client counter for the hot path: `inc` adds to a plain number (a Tally per label value) and the counter is
- * handed the sums when it is read — scraped, or `get()`. prom-client's own `inc` hashes its labels on every call,
- * about 3 µs: several calls a frame were 2.4 % of the main thread's CPU at 50,000 agents in lockstep
- * (docs/capacity.md, *Round seventeen*). At most one label; the exposition is prom-client's, unchanged.
- */
+function oneLabel(name: string, labelNames: readonly string[] | undefined): string | undefined {
+  if ((labelNames?.length ?? 0) > 1) throw new Error(`${name}: a fast metric has at most one label`);
+  return labelNames?.[0];
+}
+
+/** One label value's count of a FastCounter. */
+export class Tally implements Held {
+  private pending = 0;
+
+  constructor(private readonly counter: Counter<string>, private readonly labels: Record<string, string> | undefined) {}
+
+  inc(value = 1): void {
+    // prom-client's checks, made here: a bad value fails where it is counted, not at the next scrape.
+    if (!(value >= 0) || value === Infinity) throw new TypeError(`a counter cannot add ${value}`);
+    this.pending += value;
+  }
+
+  flush(): void {
+    if (this.pending === 0) return;
+    const n = this.pending;
+    this.pending = 0;
+    if (this.labels === undefined) this.counter.inc(n);
+    else this.counter.inc(this.labels, n);
+  }
+
+  clear(): void {
+    this.pending = 0;
+  }
+}
+
+/** A prom-client counter whose increments are added up in plain numbers until it is read. */
 export class FastCounter<L extends string = never> {
   private readonly counter: Counter<L>;
-  private readonly label: L | undefined;
-  private readonly tallies = new Map<string, Tally>();
+  private readonly byLabel: ByLabel<Tally>;
 
   constructor(config: { name: string; help: string; labelNames?: readonly L[]; registers: Registry[] }) {
-    if ((config.labelNames?.length ?? 0) > 1) throw new Error(`${config.name}: a FastCounter has at most one label`);
-    this.label = config.labelNames?.[0];
-    const flush = (): void => this.flush();
-    this.counter = new Counter<L>({ ...config, labelNames: config.labelNames ?? [], collect: flush });
+    const label = oneLabel(config.name, config.labelNames);
+    this.counter = new Counter<L>({ ...config, labelNames: config.labelNames ?? [], collect: () => this.byLabel.flush() });
+    this.byLabel = new ByLabel(config.name, label, (labels) => new Tally(this.counter as Counter<string>, labels));
   }
 
   /** `inc(value)` without a label, `inc({ label: value }, n)` with one (prom-client's signature). */
   inc(labelsOrValue?: Partial<Record<L, string>> | number, value?: number): void {
-    if (typeof labelsOrValue === 'object') this.tally(labelsOrValue[this.label!] ?? '').inc(value);
-    else this.tally('').inc(labelsOrValue);
+    if (typeof labelsOrValue === 'object') this.byLabel.of(this.byLabel.valueIn(labelsOrValue)).inc(value);
+    else this.byLabel.of('').inc(labelsOrValue);
   }
 
-  /** The count of one label value (the empty string without a label), to increment directly on a hot path. */
+  /** The count of one label value (the empty string without a label), bound once and incremented on a hot path. */
   tally(labelValue: string): Tally {
-    let t = this.tallies.get(labelValue);
-    if (t === undefined) {
-      if (this.label === undefined ? labelValue !== '' : labelValue === '') throw new Error('a FastCounter counts with its one label, or without when it has none');
-      t = new Tally();
-      this.tallies.set(labelValue, t);
-    }
-    return t;
+    return this.byLabel.of(labelValue);
   }
 
   /** The counter as prom-client gives it, every count so far included. */
@@ -194,18 +244,78 @@ export class FastCounter<L extends string = never> {
   }
 
   reset(): void {
-    for (const t of this.tallies.values()) t.pending = 0;
+    this.byLabel.clear();
     this.counter.reset();
   }
+}
 
-  private flush(): void {
-    for (const [labelValue, t] of this.tallies) {
-      if (t.pending === 0) continue;
-      const n = t.pending;
-      t.pending = 0;
-      if (this.label === undefined) this.counter.inc(n);
-      else this.counter.inc({ [this.label]: labelValue } as Partial<Record<L, string>>, n);
+/** Observations a FastHistogram holds per label value before it hands them over without waiting to be read. */
+const MAX_HELD_OBSERVATIONS = 4096;
+
+/** One label value's observations of a FastHistogram, in the order they came. */
+export class Observations implements Held {
+  private values = new Float64Array(64);
+  private count = 0;
+
+  constructor(private readonly histogram: Histogram<string>, private readonly labels: Record<string, string> | undefined) {}
+
+  observe(value: number): void {
+    // prom-client's check, made here: a bad value fails where it is observed, not at the next scrape.
+    if (!Number.isFinite(value)) throw new TypeError(`a histogram cannot observe ${value}`);
+    if (this.count === this.values.length) {
+      if (this.count < MAX_HELD_OBSERVATIONS) {
+        const grown = new Float64Array(this.count * 2);
+        grown.set(this.values);
+        this.values = grown;
+      } else this.flush();
     }
+    this.values[this.count++] = value;
+  }
+
+  flush(): void {
+    const h = this.histogram;
+    for (let i = 0; i < this.count; i++) {
+      if (this.labels === undefined) h.observe(this.values[i]!);
+      else h.observe(this.labels, this.values[i]!);
+    }
+    this.count = 0;
+  }
+
+  clear(): void {
+    this.count = 0;
+  }
+}
+
+/** A prom-client histogram whose observations wait in a buffer until it is read or the buffer is full. */
+export class FastHistogram<L extends string = never> {
+  private readonly histogram: Histogram<L>;
+  private readonly byLabel: ByLabel<Observations>;
+
+  constructor(config: { name: string; help: string; labelNames?: readonly L[]; buckets: number[]; registers: Registry[] }) {
+    const label = oneLabel(config.name, config.labelNames);
+    this.histogram = new Histogram<L>({ ...config, labelNames: config.labelNames ?? [], collect: () => this.byLabel.flush() });
+    this.byLabel = new ByLabel(config.name, label, (labels) => new Observations(this.histogram as Histogram<string>, labels));
+  }
+
+  /** `observe(value)` without a label, `observe({ label: value }, v)` with one (prom-client's signature). */
+  observe(labelsOrValue: Partial<Record<L, string>> | number, value?: number): void {
+    if (typeof labelsOrValue === 'number') this.byLabel.of('').observe(labelsOrValue);
+    else this.byLabel.of(this.byLabel.valueIn(labelsOrValue)).observe(value ?? Number.NaN);
+  }
+
+  /** The observations of one label value (the empty string without a label), bound once and observed into on a hot path. */
+  of(labelValue: string): Observations {
+    return this.byLabel.of(labelValue);
+  }
+
+  /** The histogram as prom-client gives it, every observation so far included. */
+  get(): ReturnType<Histogram<L>['get']> {
+    return this.histogram.get();
+  }
+
+  reset(): void {
+    this.byLabel.clear();
+    this.histogram.reset();
   }
 }
 

@@ -1,8 +1,8 @@
-// FastCounter (src/service/metrics.ts): counts kept in plain numbers on the hot path must reach the scrape exactly as
-// prom-client's own counter would have them, and a reset must drop what was counted but not yet scraped.
-import { Counter, Registry } from 'prom-client';
+// FastCounter and FastHistogram (src/service/metrics.ts): counts and observations held on the hot path must reach the
+// scrape exactly as prom-client's own metrics would have them, and a reset must drop what was held but not yet scraped.
+import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, test } from 'vitest';
-import { FastCounter } from '../../src/service/metrics.js';
+import { FastCounter, FastHistogram } from '../../src/service/metrics.js';
 
 /** The exposition's lines, sorted: the order of a counter's label values is the order they were first counted. */
 const lines = async (registry: Registry): Promise<string[]> => (await registry.metrics()).split('\n').toSorted();
@@ -52,5 +52,45 @@ describe('FastCounter', () => {
     counter.inc(4);
     expect(await registry.metrics()).toMatch(/^demo_actions_total 4$/m);
     expect(() => new FastCounter({ name: 'demo_two_total', help: 'Two labels', labelNames: ['a', 'b'], registers: [registry] })).toThrow(/at most one label/);
+  });
+});
+
+describe('FastHistogram', () => {
+  const buckets = [0.001, 0.01, 0.1, 1];
+
+  test('a scrape shows what prom-client observing every value itself would show, past a full buffer too', async () => {
+    const fast = new Registry();
+    const plain = new Registry();
+    const a = new FastHistogram({ name: 'demo_tick_seconds', help: 'Ticks', labelNames: ['mode'], buckets, registers: [fast] });
+    const b = new Histogram({ name: 'demo_tick_seconds', help: 'Ticks', labelNames: ['mode'], buckets, registers: [plain] });
+    const c = new FastHistogram({ name: 'demo_late_seconds', help: 'Late', buckets, registers: [fast] });
+    const d = new Histogram({ name: 'demo_late_seconds', help: 'Late', buckets, registers: [plain] });
+    const lockstep = a.of('lockstep');
+    // 10,000 values: more than a buffer holds (4,096), so part of them is handed over before the scrape.
+    for (let i = 0; i < 10_000; i++) {
+      const v = ((i * 7919) % 2000) / 1000;
+      lockstep.observe(v);
+      b.observe({ mode: 'lockstep' }, v);
+      a.observe({ mode: 'fixed' }, v / 10);
+      b.observe({ mode: 'fixed' }, v / 10);
+      c.observe(v / 100);
+      d.observe(v / 100);
+    }
+    expect(await lines(fast)).toEqual(await lines(plain));
+    lockstep.observe(0.5);
+    b.observe({ mode: 'lockstep' }, 0.5);
+    expect(await lines(fast)).toEqual(await lines(plain));
+    expect((await a.get()).values.find((v) => v.metricName === 'demo_tick_seconds_count' && v.labels.mode === 'lockstep')?.value).toBe(10_001);
+  });
+
+  test('a reset drops the observations not yet scraped; a bad value fails where it is observed', async () => {
+    const registry = new Registry();
+    const h = new FastHistogram({ name: 'demo_frame_seconds', help: 'Frames', labelNames: ['mode'], buckets, registers: [registry] });
+    h.observe({ mode: 'lockstep' }, 0.002);
+    h.reset();
+    expect(await registry.metrics()).not.toMatch(/^demo_frame_seconds_count\{/m);
+    for (const bad of [Number.NaN, Infinity, -Infinity]) expect(() => h.of('fixed').observe(bad)).toThrow(TypeError);
+    h.of('fixed').observe(0.002);
+    expect(await registry.metrics()).toMatch(/^demo_frame_seconds_bucket\{le="0.01",mode="fixed"\} 1$/m);
   });
 });

@@ -486,7 +486,7 @@ export class Session {
       // The tick failed (a worker crashed): the frame was applied as far as the ordinary path applies it then.
       this.frameApplied(msg, raw, time, dt);
       this.releaseRecords();
-      this.host.metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
+      this.host.metrics.tickDuration.of(this.mode).observe((performance.now() - started) / 1000);
       throw err;
     }
     if (out !== null) this.frameApplied(msg, raw, time, dt);
@@ -579,7 +579,7 @@ export class Session {
       if (!this.replaying) this.durable?.tickSent(tick, time);
       d = await pending;
     } catch (err) {
-      metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
+      metrics.tickDuration.of(this.mode).observe((performance.now() - started) / 1000);
       throw err;
     }
     return this.ticked(tick, basedOn, d, started);
@@ -588,7 +588,7 @@ export class Session {
   /** A tick the pool answered: counted, what it decided counted, the decisions kept (lockstep) and recorded. */
   private ticked(tick: number, basedOn: number | undefined, d: Decisions, started: number): { decisions: DecisionsFields; encoded: Buffer | undefined } {
     const metrics = this.host.metrics;
-    metrics.tickDuration.observe({ mode: this.mode }, (performance.now() - started) / 1000);
+    metrics.tickDuration.of(this.mode).observe((performance.now() - started) / 1000);
     this.lastTick = tick;
     this.stats.ticked(d, performance.now() - started);
     metrics.ticks.tally(this.mode).inc();
