@@ -24,7 +24,7 @@ import {
 } from '../../protocol/index.js';
 import { TickStats } from './tickStats.js';
 import { FixedClock, type ClockTick } from './clock.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics, Observations, Tally } from '../metrics.js';
 import { frameFields, type AgentPool, type Decisions, type EntryError as PoolEntryError, type FrameTick, type SessionExport, type SpawnEntry } from '../pool/index.js';
 
 /** A fixed-mode session with nothing to say still sends an empty `decisions` this often. */
@@ -187,10 +187,15 @@ export class Session {
   private heldRecords: Array<() => void> | null = null;
   /** Inspector control (breakpoints, src/inspector/control.ts): may hold a lockstep tick's decisions until released. */
   hold: ((tick: number) => Promise<void> | null) | null = null;
+  /** canopy_tick_duration_seconds and canopy_ticks_total of this session's mode, counted on every tick. */
+  private readonly tickDurations: Observations;
+  private readonly tickCount: Tally;
 
   constructor(host: SessionHost, options: SessionOptions) {
     this.host = host;
     this.mode = options.mode;
+    this.tickDurations = host.metrics.tickDuration.of(options.mode);
+    this.tickCount = host.metrics.ticks.tally(options.mode);
     this.hz = options.mode === 'fixed' ? options.hz : 0;
     this.fields = options.fields;
     this.transport = options.transport;
@@ -486,7 +491,7 @@ export class Session {
       // The tick failed (a worker crashed): the frame was applied as far as the ordinary path applies it then.
       this.frameApplied(msg, raw, time, dt);
       this.releaseRecords();
-      this.host.metrics.tickDuration.of(this.mode).observe((performance.now() - started) / 1000);
+      this.tickDurations.observe((performance.now() - started) / 1000);
       throw err;
     }
     if (out !== null) this.frameApplied(msg, raw, time, dt);
@@ -579,7 +584,7 @@ export class Session {
       if (!this.replaying) this.durable?.tickSent(tick, time);
       d = await pending;
     } catch (err) {
-      metrics.tickDuration.of(this.mode).observe((performance.now() - started) / 1000);
+      this.tickDurations.observe((performance.now() - started) / 1000);
       throw err;
     }
     return this.ticked(tick, basedOn, d, started);
@@ -588,10 +593,10 @@ export class Session {
   /** A tick the pool answered: counted, what it decided counted, the decisions kept (lockstep) and recorded. */
   private ticked(tick: number, basedOn: number | undefined, d: Decisions, started: number): { decisions: DecisionsFields; encoded: Buffer | undefined } {
     const metrics = this.host.metrics;
-    metrics.tickDuration.of(this.mode).observe((performance.now() - started) / 1000);
+    this.tickDurations.observe((performance.now() - started) / 1000);
     this.lastTick = tick;
     this.stats.ticked(d, performance.now() - started);
-    metrics.ticks.tally(this.mode).inc();
+    this.tickCount.inc();
     const actions = d.encodedActions.count;
     if (actions > 0) metrics.actions.inc(actions);
     if (d.encodedCancels.count > 0) metrics.cancels.inc(d.encodedCancels.count);
