@@ -571,7 +571,6 @@ export class Session {
 
   /** Ticks every agent once; counts the tick and what it decided. */
   private async runTick(tick: number, time: number, dt: number): Promise<{ decisions: DecisionsFields; encoded: Buffer | undefined }> {
-    const metrics = this.host.metrics;
     const basedOn = this.basedOn;
     const started = performance.now();
     let d: Decisions;
