@@ -604,11 +604,31 @@ function readHead(width: number): UnreadSnapshot | undefined {
       if (fields['t'] !== 'snapshot') return undefined;
       return { fields, start: pos, count };
     }
-    const value = key === 'results' ? resultsField() : smallField();
+    const value = key === 'results' ? resultsField() : headField();
     if (value === REFUSED || (key === 't' && value !== 'snapshot')) return undefined;
     fields[key] = value;
   }
   return undefined;
+}
+
+/**
+ * A field of a snapshot's head: a number or a short ASCII string (`t`, `tick`, `time`) read in place, as the ordinary
+ * decoder gives them; anything else as smallField decodes it. The decoder's set-up for each small value was 1–2 % of
+ * the main thread, three fields a frame (docs/capacity.md, *Round seventeen*).
+ */
+function headField(): unknown {
+  const start = pos;
+  const b = src[pos];
+  if (b !== undefined) {
+    const width = b <= 0x7f ? 1 : b === 0xcc ? 2 : b === 0xcd ? 3 : b === 0xce ? 5 : b === 0xcb ? 9 : 0;
+    if (width > 0 && start + width <= end) return readNumber();
+    if ((b >= 0xa0 && b <= 0xbf) || b === 0xd9) {
+      const text = readShortString();
+      if (text !== undefined) return text;
+      pos = start;
+    }
+  }
+  return smallField();
 }
 
 /**

@@ -4,7 +4,7 @@
 
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { IdIndex, KnownRowIds, LIMITS, ResultColumns, checkFrameRows, encode, isPackedRows, parseClientFrame, readSnapshotHead, readSnapshotRows, resultTuples, unpackRows, type AgentId, type ParseResult } from '../../src/protocol/index.js';
+import { IdIndex, KnownRowIds, LIMITS, ResultColumns, checkFrameRows, encode, isPackedRows, parseClientFrame, parseSnapshotHead, readSnapshotHead, readSnapshotRows, resultTuples, unpackRows, type AgentId, type ParseResult } from '../../src/protocol/index.js';
 import { RowWriter } from '../../src/client/index.js';
 
 const MAX = LIMITS.defaultMaxFrameBytes;
@@ -313,6 +313,69 @@ describe('snapshot rows fast path', () => {
       { numRuns: 400 },
     );
     expect(packedRuns).toBeGreaterThan(40);
+  });
+  test('property: a head\'s numbers and strings, in every encoding, read as the ordinary decoder reads them (parseSnapshotHead)', () => {
+    const rows = new RowWriter(['a']);
+    add(rows, 1, 2);
+    const agents = Buffer.from(encode(rows.rows()));
+    const f32 = (x: number): Buffer => {
+      const b = Buffer.alloc(5);
+      b[0] = 0xca;
+      b.writeFloatBE(x, 1);
+      return b;
+    };
+    const f64 = (x: number): Buffer => {
+      const b = Buffer.alloc(9);
+      b[0] = 0xcb;
+      b.writeDoubleBE(x, 1);
+      return b;
+    };
+    const uint = (x: number, width: 1 | 2 | 4): Buffer => {
+      const b = Buffer.alloc(1 + width);
+      b[0] = width === 1 ? 0xcc : width === 2 ? 0xcd : 0xce;
+      b.writeUIntBE(x % 2 ** (8 * width), 1, width);
+      return b;
+    };
+    const str8 = (text: string): Buffer => Buffer.concat([Buffer.from([0xd9, Buffer.byteLength(text)]), Buffer.from(text)]);
+    // A value's bytes: every form headField reads in place, the forms it leaves to the decoder, and cut-off ones.
+    const value = fc.oneof(
+      fc.nat({ max: 0x7f }).map((x) => Buffer.from([x])),
+      fc.tuple(fc.nat(), fc.constantFrom(1, 2, 4) as fc.Arbitrary<1 | 2 | 4>).map(([x, w]) => uint(x, w)),
+      fc.double().map(f64),
+      fc.float().map(f32),
+      fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }).map((x) => Buffer.from(encode(x))),
+      fc.constantFrom('snapshot', 'snapshots', '', 'ßnapshot', 'x'.repeat(40)).map((t) => Buffer.from(encode(t))),
+      fc.constantFrom('snapshot', 'é', 'y'.repeat(200)).map(str8),
+      fc.constantFrom(null, true, [1, 2], { a: 1 }).map((v) => Buffer.from(encode(v))),
+    );
+    // Mostly values a snapshot may carry (so that most heads are read), some of any kind.
+    const t = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(Buffer.from(encode('snapshot')), str8('snapshot')) }, value);
+    const integer = fc.oneof(
+      fc.nat({ max: 0x7f }).map((x) => Buffer.from([x])),
+      fc.tuple(fc.nat(), fc.constantFrom(1, 2, 4) as fc.Arbitrary<1 | 2 | 4>).map(([x, w]) => uint(x, w)),
+      fc.nat({ max: 2 ** 40 }).map(f64),
+      fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }).map((x) => Buffer.from(encode(x))),
+    );
+    const cut = fc.oneof({ weight: 9, arbitrary: fc.constant(false) }, fc.constant(true));
+    let read = 0;
+    fc.assert(
+      fc.property(fc.tuple(t, fc.oneof({ weight: 4, arbitrary: integer }, value), fc.oneof({ weight: 2, arbitrary: integer }, value)), cut, (values, truncate) => {
+        const [t, tick, time] = values;
+        const head = Buffer.concat([Buffer.from([0x84]), Buffer.from(encode('t')), t, Buffer.from(encode('tick')), tick, Buffer.from(encode('time')), time, Buffer.from(encode('agents'))]);
+        const bytes = truncate ? Buffer.concat([head, agents]).subarray(0, head.length - 7) : Buffer.concat([head, agents]);
+        const options = { fieldCount: 1, mode: 'lockstep' as const, packRows: true };
+        const unread = parseSnapshotHead(bytes, MAX, options);
+        const slow = parseClientFrame(bytes, MAX, { fieldCount: 1, mode: 'lockstep' });
+        if (unread === undefined) return;
+        read++;
+        // What the head path read is what the decoder reads, field for field (`agents` aside: left unread).
+        expect(slow.ok).toBe(true);
+        const { agents: _agents, ...fields } = (slow as unknown as { msg: Record<string, unknown> }).msg;
+        expect(unread.parsed.msg).toEqual(fields);
+      }),
+      { numRuns: 600 },
+    );
+    expect(read).toBeGreaterThan(30);
   });
   test('property: string ids known from an earlier frame give the same verdict and the same ids', () => {
     const width = 2;
