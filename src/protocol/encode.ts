@@ -199,7 +199,7 @@ export function arrayHeader(n: number): Buffer {
  * (at most 15 in all). Frames of spliced lists are built so: encodeDecisions, HeldDecisions.
  */
 export function joinMap(head: Record<string, unknown>, extra: number, pieces: readonly Uint8Array[]): Buffer {
-  const start = encode(head);
+  const start = smallMap(head) ?? encode(head);
   let size = start.length;
   for (const p of pieces) size += p.length;
   const out = carve(size);
@@ -211,6 +211,46 @@ export function joinMap(head: Record<string, unknown>, extra: number, pieces: re
   }
   out[0] = 0x80 | (Object.keys(head).length + extra);
   return out;
+}
+
+const mapScratch = new Uint8Array(1024);
+
+/**
+ * `map` as encode(map) writes it, for at most 15 entries whose keys and string values are ASCII of fewer than 32
+ * characters and whose numbers are integers within 32 bits; null for anything else (the caller encodes it). A
+ * `decisions` frame's head (`t`, `tick`, `basedOn`) is written so once a frame, without the codec's set-up per call
+ * (1 % of the main thread at 50,000 agents: docs/capacity.md, *Round seventeen*). A view of a buffer the next call
+ * overwrites.
+ */
+export function smallMap(map: Record<string, unknown>): Uint8Array | null {
+  const keys = Object.keys(map);
+  if (keys.length > 15) return null;
+  const b = mapScratch;
+  b[0] = 0x80 | keys.length;
+  let at = 1;
+  for (const key of keys) {
+    at = writeShortAscii(b, at, key);
+    if (at < 0) return null;
+    const v = map[key];
+    if (typeof v === 'string') at = writeShortAscii(b, at, v);
+    else if (typeof v === 'number') at = writeInt(b, at, v);
+    else return null;
+    if (at < 0) return null;
+  }
+  return b.subarray(0, at);
+}
+
+/** `s` as a fixstr at `at` when it is ASCII of fewer than 32 characters; where it ends, or -1. */
+function writeShortAscii(target: Uint8Array, at: number, s: string): number {
+  const n = s.length;
+  if (n >= 32) return -1;
+  target[at] = 0xa0 | n;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0x7f) return -1;
+    target[at + 1 + i] = c;
+  }
+  return at + 1 + n;
 }
 
 const actionTuple: [unknown, unknown, string, unknown] = [0, 0, '', null];

@@ -20,6 +20,8 @@ import {
   type DoneDecision,
   type DecisionsFields,
 } from '../../src/protocol/index.js';
+import { encode } from '../../src/protocol/codec.js';
+import { smallMap } from '../../src/protocol/encode.js';
 
 /** The actions as a pool carries them: each tuple encoded on its own, copied out, then concatenated. */
 function encoded(actions: readonly ActionDecision[]): EncodedTuples<ActionDecision> {
@@ -220,5 +222,30 @@ describe('decision lists encoded where they are made', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+  test('a frame head written by hand (smallMap) is the codec\'s bytes, or left to the codec', () => {
+    const key = fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[a-zA-Z]{1,12}$/) }, fc.string({ maxLength: 40 }).filter((k) => k !== '__proto__'), fc.constantFrom('k'.repeat(31), 'k'.repeat(32)));
+    const value = fc.oneof(
+      fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }),
+      fc.oneof(fc.constant(-0), fc.constant(2 ** 32), fc.constant(-(2 ** 31) - 1), fc.double()),
+      fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('decisions', 'é', '', 'x'.repeat(31), 'x'.repeat(32))),
+      fc.constantFrom(true, false, null, undefined),
+    );
+    let byHand = 0;
+    fc.assert(
+      fc.property(fc.dictionary(key, value, { maxKeys: 17, noNullPrototype: true }), (map) => {
+        const mine = smallMap(map);
+        if (mine === null) return;
+        byHand++;
+        expect(Buffer.from(mine)).toEqual(Buffer.from(encode(map)));
+      }),
+      { numRuns: 2000 },
+    );
+    expect(byHand).toBeGreaterThan(200);
+    // A decisions frame's head always goes by hand.
+    for (const [tick, basedOn] of [[0, 0], [127, 128], [65_535, 65_536], [2 ** 32 - 1, 2 ** 31]]) {
+      const head = { t: 'decisions', tick, basedOn };
+      expect(Buffer.from(smallMap(head)!)).toEqual(Buffer.from(encode(head)));
+    }
   });
 });
