@@ -225,7 +225,7 @@ describe('decision lists encoded where they are made', () => {
   });
   test('a frame head written by hand (smallMap) is the codec\'s bytes, or left to the codec', () => {
     const key = fc.oneof({ weight: 4, arbitrary: fc.stringMatching(/^[a-zA-Z]{1,12}$/) }, fc.string({ maxLength: 40 }).filter((k) => k !== '__proto__'), fc.constantFrom('k'.repeat(31), 'k'.repeat(32)));
-    const value = fc.oneof(
+    const entryValue = fc.oneof(
       fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }),
       fc.oneof(fc.constant(-0), fc.constant(2 ** 32), fc.constant(-(2 ** 31) - 1), fc.double()),
       fc.oneof(fc.string({ maxLength: 40 }), fc.constantFrom('decisions', 'é', '', 'x'.repeat(31), 'x'.repeat(32))),
@@ -233,7 +233,7 @@ describe('decision lists encoded where they are made', () => {
     );
     let byHand = 0;
     fc.assert(
-      fc.property(fc.dictionary(key, value, { maxKeys: 17, noNullPrototype: true }), (map) => {
+      fc.property(fc.dictionary(key, entryValue, { maxKeys: 17, noNullPrototype: true }), (map) => {
         const mine = smallMap(map);
         if (mine === null) return;
         byHand++;

@@ -338,7 +338,7 @@ describe('snapshot rows fast path', () => {
     };
     const str8 = (text: string): Buffer => Buffer.concat([Buffer.from([0xd9, Buffer.byteLength(text)]), Buffer.from(text)]);
     // A value's bytes: every form headField reads in place, the forms it leaves to the decoder, and cut-off ones.
-    const value = fc.oneof(
+    const headValue = fc.oneof(
       fc.nat({ max: 0x7f }).map((x) => Buffer.from([x])),
       fc.tuple(fc.nat(), fc.constantFrom(1, 2, 4) as fc.Arbitrary<1 | 2 | 4>).map(([x, w]) => uint(x, w)),
       fc.double().map(f64),
@@ -349,7 +349,7 @@ describe('snapshot rows fast path', () => {
       fc.constantFrom(null, true, [1, 2], { a: 1 }).map((v) => Buffer.from(encode(v))),
     );
     // Mostly values a snapshot may carry (so that most heads are read), some of any kind.
-    const t = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(Buffer.from(encode('snapshot')), str8('snapshot')) }, value);
+    const tValue = fc.oneof({ weight: 6, arbitrary: fc.constantFrom(Buffer.from(encode('snapshot')), str8('snapshot')) }, headValue);
     const integer = fc.oneof(
       fc.nat({ max: 0x7f }).map((x) => Buffer.from([x])),
       fc.tuple(fc.nat(), fc.constantFrom(1, 2, 4) as fc.Arbitrary<1 | 2 | 4>).map(([x, w]) => uint(x, w)),
@@ -359,7 +359,7 @@ describe('snapshot rows fast path', () => {
     const cut = fc.oneof({ weight: 9, arbitrary: fc.constant(false) }, fc.constant(true));
     let read = 0;
     fc.assert(
-      fc.property(fc.tuple(t, fc.oneof({ weight: 4, arbitrary: integer }, value), fc.oneof({ weight: 2, arbitrary: integer }, value)), cut, (values, truncate) => {
+      fc.property(fc.tuple(tValue, fc.oneof({ weight: 4, arbitrary: integer }, headValue), fc.oneof({ weight: 2, arbitrary: integer }, headValue)), cut, (values, truncate) => {
         const [t, tick, time] = values;
         const head = Buffer.concat([Buffer.from([0x84]), Buffer.from(encode('t')), t, Buffer.from(encode('tick')), tick, Buffer.from(encode('time')), time, Buffer.from(encode('agents'))]);
         const bytes = truncate ? Buffer.concat([head, agents]).subarray(0, head.length - 7) : Buffer.concat([head, agents]);
