@@ -221,16 +221,20 @@ export class FastCounter<L extends string = never> {
   private readonly counter: Counter<L>;
   private readonly byLabel: ByLabel<Tally>;
 
+  /** The one count of a counter without a label. */
+  private readonly unlabelled: Tally | null;
+
   constructor(config: { name: string; help: string; labelNames?: readonly L[]; registers: Registry[] }) {
     const label = oneLabel(config.name, config.labelNames);
     this.counter = new Counter<L>({ ...config, labelNames: config.labelNames ?? [], collect: () => this.byLabel.flush() });
     this.byLabel = new ByLabel(config.name, label, (labels) => new Tally(this.counter as Counter<string>, labels));
+    this.unlabelled = label === undefined ? this.byLabel.of('') : null;
   }
 
   /** `inc(value)` without a label, `inc({ label: value }, n)` with one (prom-client's signature). */
   inc(labelsOrValue?: Partial<Record<L, string>> | number, value?: number): void {
     if (typeof labelsOrValue === 'object') this.byLabel.of(this.byLabel.valueIn(labelsOrValue)).inc(value);
-    else this.byLabel.of('').inc(labelsOrValue);
+    else (this.unlabelled ?? this.byLabel.of('')).inc(labelsOrValue);
   }
 
   /** The count of one label value (the empty string without a label), bound once and incremented on a hot path. */
@@ -291,15 +295,19 @@ export class FastHistogram<L extends string = never> {
   private readonly histogram: Histogram<L>;
   private readonly byLabel: ByLabel<Observations>;
 
+  /** The one buffer of a histogram without a label. */
+  private readonly unlabelled: Observations | null;
+
   constructor(config: { name: string; help: string; labelNames?: readonly L[]; buckets: number[]; registers: Registry[] }) {
     const label = oneLabel(config.name, config.labelNames);
     this.histogram = new Histogram<L>({ ...config, labelNames: config.labelNames ?? [], collect: () => this.byLabel.flush() });
     this.byLabel = new ByLabel(config.name, label, (labels) => new Observations(this.histogram as Histogram<string>, labels));
+    this.unlabelled = label === undefined ? this.byLabel.of('') : null;
   }
 
   /** `observe(value)` without a label, `observe({ label: value }, v)` with one (prom-client's signature). */
   observe(labelsOrValue: Partial<Record<L, string>> | number, value?: number): void {
-    if (typeof labelsOrValue === 'number') this.byLabel.of('').observe(labelsOrValue);
+    if (typeof labelsOrValue === 'number') (this.unlabelled ?? this.byLabel.of('')).observe(labelsOrValue);
     else this.byLabel.of(this.byLabel.valueIn(labelsOrValue)).observe(value ?? Number.NaN);
   }
 

@@ -139,6 +139,8 @@ class Connection implements LiveConnection, SessionOutput {
   private readonly rate: TokenBucket;
   /** canopy_bytes_received_total{transport="ws"}, counted on every frame. */
   private readonly bytesIn: Tally;
+  /** canopy_decisions_frames_total of the session's mode, bound at the first `decisions` sent (after hello). */
+  private decisionsFrames: Tally | null = null;
   private throttleTimer: NodeJS.Timeout | undefined;
   private lastThrottleError = -Infinity;
   /** Set once the connection is going away (bye, goodbye, fatal error): later frames are ignored. */
@@ -168,7 +170,7 @@ class Connection implements LiveConnection, SessionOutput {
       budget,
       onSent: (bytes, kind) => {
         bytesOut.inc(bytes);
-        if (kind === 'decisions') metrics.decisionsFrames.tally(this.session?.mode ?? 'fixed').inc();
+        if (kind === 'decisions') (this.decisionsFrames ??= metrics.decisionsFrames.tally(this.session?.mode ?? 'fixed')).inc();
       },
       onMerged: () => metrics.heldDecisions.inc(),
       onOverflow: () => this.goodbye(GoodbyeReason.slowConsumer),
