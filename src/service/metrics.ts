@@ -165,8 +165,9 @@ class ByLabel<T extends Held> {
   of(labelValue: string): T {
     let h = this.held.get(labelValue);
     if (h === undefined) {
-      if (this.label === undefined ? labelValue !== '' : labelValue === '') throw new Error(`${this.name}: a value for its one label, or none when it has none`);
-      h = this.make(this.label === undefined ? undefined : { [this.label]: labelValue });
+      if (this.label === undefined && labelValue !== '') throw new Error(`${this.name}: a metric without a label counted with one`);
+      // No value for the label: a series without it, as prom-client keeps one.
+      h = this.make(this.label === undefined || labelValue === '' ? undefined : { [this.label]: labelValue });
       this.held.set(labelValue, h);
     }
     return h;

@@ -26,6 +26,9 @@ describe('FastCounter', () => {
     }
     c.inc(0.5);
     d.inc(0.5);
+    // Without a value for its label: a series without the label, as prom-client keeps one.
+    a.inc({}, 3);
+    b.inc({}, 3);
     expect(await lines(fast)).toEqual(await lines(plain));
     // Counted again after a scrape: added to what the scrape flushed, not lost or counted twice.
     a.inc({ transport: 'ws' }, 3);
