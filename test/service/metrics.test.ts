@@ -69,7 +69,7 @@ describe('FastHistogram', () => {
     const c = new FastHistogram({ name: 'demo_late_seconds', help: 'Late', buckets, registers: [fast] });
     const d = new Histogram({ name: 'demo_late_seconds', help: 'Late', buckets, registers: [plain] });
     const lockstep = a.of('lockstep');
-    // 10,000 values: more than a buffer holds (4,096), so part of them is handed over before the scrape.
+    // 10,000 values: more than a buffer holds (1,024), so most of them are handed over before the scrape.
     for (let i = 0; i < 10_000; i++) {
       const v = ((i * 7919) % 2000) / 1000;
       lockstep.observe(v);
