@@ -6,6 +6,7 @@ import { describe, expect, test } from 'vitest';
 import type { Agent } from '../../src/bt/index.js';
 import { decode, encodeDecisions } from '../../src/protocol/index.js';
 import { ColumnSink, keepParts, mergeDecisions, spareOf, type DecisionLists } from '../../src/service/pool/decisions.js';
+import { SessionShard } from '../../src/service/pool/shard.js';
 
 /** What the sink reads of an agent: its id. */
 const agent = (id: number | string): Agent => ({ id }) as unknown as Agent;
@@ -72,11 +73,13 @@ describe('decision columns', () => {
 
   test('every list merges as a stable sort of the parts by spawn order: parts in order or not, carried parts, any number of hosts', () => {
     const entry = fc.record({ slot: fc.nat(5), kind: fc.constantFrom('action', 'cancel', 'done', 'error'), seq: fc.nat(9) });
-    const part = fc.record({ ordinals: fc.array(fc.nat(12), { minLength: 6, maxLength: 6 }), entries: fc.array(entry, { maxLength: 12 }) });
+    // Ordinals in any order, or rising with the slot (a host whose slot order is spawn order, which it may say: `claim`).
+    const slotOrdinals = fc.oneof(fc.array(fc.nat(12), { minLength: 6, maxLength: 6 }), fc.uniqueArray(fc.nat(40), { minLength: 6, maxLength: 6 }).map((o) => o.toSorted((x, y) => x - y)));
+    const part = fc.record({ ordinals: slotOrdinals, entries: fc.array(entry, { maxLength: 12 }), claim: fc.boolean() });
     fc.assert(
       fc.property(fc.array(part, { minLength: 1, maxLength: 4 }), fc.boolean(), (spec, keep) => {
         const want = { actions: [] as Array<[number, unknown[]]>, cancels: [] as Array<[number, unknown[]]>, done: [] as Array<[number, unknown[]]>, errors: [] as Array<[number, unknown[]]> };
-        let parts: DecisionLists[] = spec.map(({ ordinals, entries }, k) => {
+        let parts: DecisionLists[] = spec.map(({ ordinals, entries, claim }, k) => {
           // Integer ids (written in place) on even parts, string ids (through the codec) on odd ones.
           const ids = ordinals.map((_, slot) => (k % 2 === 0 ? k * 100 + slot : `h${k}s${slot}`));
           const sink = new ColumnSink(null);
@@ -98,7 +101,8 @@ describe('decision columns', () => {
               want.errors.push([key, [ids[slot], 'E_PLUGIN', `m${seq}`]]);
             }
           }
-          return { columns: sink.columns(), ids, ordinals };
+          const rising = ordinals.every((o, slot) => slot === 0 || o > ordinals[slot - 1]!);
+          return { columns: sink.columns(), ids, ordinals, slotsInSpawnOrder: claim && rising };
         });
         if (keep) {
           parts = keepParts(parts);
@@ -115,5 +119,22 @@ describe('decision columns', () => {
       }),
       { numRuns: 500 },
     );
+  });
+  test("a shard's slot order is spawn order until a slot is reused or an ordinal comes out of order", () => {
+    const fresh = new SessionShard(0);
+    for (let i = 0; i < 5; i++) fresh.allocate(i, i * 2);
+    expect(fresh.slotsInSpawnOrder).toBe(true);
+    // A freed slot is reused once a tick has carried it: the newcomer's ordinal sits below later slots'.
+    fresh.release(1);
+    fresh.take();
+    expect(fresh.allocate(9, 10)).toBe(1);
+    expect(fresh.slotsInSpawnOrder).toBe(false);
+    fresh.allocate(10, 11);
+    expect(fresh.slotsInSpawnOrder).toBe(false);
+    // An imported session's agents may come with their ordinals in any order.
+    const imported = new SessionShard(0);
+    imported.allocate('a', 3);
+    imported.allocate('b', 1);
+    expect(imported.slotsInSpawnOrder).toBe(false);
   });
 });

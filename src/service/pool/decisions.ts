@@ -98,6 +98,8 @@ export interface DecisionLists {
   readonly columns: DecisionColumns;
   readonly ids: readonly AgentId[];
   readonly ordinals: readonly number[];
+  /** The host's slot order was spawn order when the tick was sent (RouterShard.slotsInSpawnOrder). */
+  readonly slotsInSpawnOrder?: boolean;
 }
 
 /**
@@ -322,7 +324,8 @@ export function frameFields(d: Decisions, tick: number, basedOn: number | undefi
  * the columns go back to their hosts, and the slots' ids and spawn orders as they were.
  */
 export function keepParts(parts: DecisionLists[]): DecisionLists[] {
-  return parts.map(({ columns: c, ids, ordinals }) => ({
+  return parts.map(({ columns: c, ids, ordinals, slotsInSpawnOrder }) => ({
+    slotsInSpawnOrder,
     columns: { actions: copyColumn(c.actions), cancels: copyColumn(c.cancels), done: copyColumn(c.done), errors: c.errors, logs: c.logs },
     ids: ids.slice(),
     ordinals: ordinals.slice(),
@@ -350,7 +353,9 @@ function mergeTuples<T>(parts: readonly DecisionLists[], list: number): EncodedT
     const only = parts[0]!;
     const t = column(only.columns, list);
     if (t.n === 0) return EncodedTuples.EMPTY;
-    if (inSpawnOrder(t, only.ordinals)) {
+    // Slots in spawn order: entries in slot order are in spawn order (a scan of the index, not a lookup of each
+    // entry's ordinal: those misses were 1.5 % of the main thread).
+    if (only.slotsInSpawnOrder === true ? inSlotOrder(t) : inSpawnOrder(t, only.ordinals)) {
       const out = carve(t.size);
       out.set(t.bytes.subarray(0, t.size));
       return new EncodedTuples(t.n, out);
@@ -395,6 +400,18 @@ function inSpawnOrder(t: TupleColumn, ordinals: readonly number[]): boolean {
     const o = ordinals[index[i * 2]! | 0]!;
     if (o < last) return false;
     last = o;
+  }
+  return true;
+}
+
+/** True when the entries of `t` come in slot order (their slots never decrease). */
+function inSlotOrder(t: TupleColumn): boolean {
+  const index = t.index;
+  let last = -1;
+  for (let i = 0; i < t.n; i++) {
+    const slot = index[i * 2]!;
+    if (slot < last) return false;
+    last = slot;
   }
   return true;
 }

@@ -859,7 +859,7 @@ export abstract class PoolRouter implements AgentPool {
         const reply = r.value as TickReply;
         const shard = s.shards[h]!;
         this.lastTickMs[h] = reply.ms;
-        parts.push({ columns: reply.decisions, ids: shard.ids, ordinals: shard.ordinals });
+        parts.push({ columns: reply.decisions, ids: shard.ids, ordinals: shard.ordinals, slotsInSpawnOrder: shard.slotsInSpawnOrder });
         if (reply.frames !== null && reply.frames !== undefined) {
           frames ??= [];
           for (const [slot, frame] of reply.frames) frames.push({ agent: shard.ids[slot]!, frame });

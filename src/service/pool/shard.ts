@@ -32,6 +32,13 @@ export class SessionShard {
   /** Per slot: the agent's tree (the version its checks run against) and label, for the router's routes. */
   readonly trees: CompiledTree[] = [];
   readonly labels: string[] = [];
+  /**
+   * True while slot order is spawn order: every slot was new when allocated (none reused) and took a larger ordinal
+   * than the slot before it. Once false, false for good. A one-worker merge then checks its entries' slots, not their
+   * ordinals (mergeTuples).
+   */
+  slotsInSpawnOrder = true;
+  private lastOrdinal = -Infinity;
   private nextSlot = 0;
   private readonly free: number[] = [];
   /** Slots freed since the last tick: not reused until a tick has carried them, so buffered input never reaches a newcomer. */
@@ -57,7 +64,10 @@ export class SessionShard {
   /** A slot for agent `id`: a freed one if any (keeps the host's array dense), else a new one. */
   allocate(id: AgentId, ordinal: number): number {
     this.count++;
-    const slot = this.free.pop() ?? this.nextSlot++;
+    const reused = this.free.pop();
+    const slot = reused ?? this.nextSlot++;
+    if (reused !== undefined || !(ordinal > this.lastOrdinal)) this.slotsInSpawnOrder = false;
+    this.lastOrdinal = ordinal;
     this.ids[slot] = id;
     this.ordinals[slot] = ordinal;
     return slot;
