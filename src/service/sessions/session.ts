@@ -183,7 +183,9 @@ export class Session {
   private readonly kept: DecisionsFields[] = [];
   /** Set by a resume until the next tick runs: a re-sent snapshot of a tick already run is answered from `kept`. */
   private answerKept = false;
-  /** Records of inputs that came while a frame was applied and ticked in one message, written after it (record). */
+  /** True while a frame is applied and ticked in one message: inputs are recorded after it (record). */
+  private holdingRecords = false;
+  /** The records held meanwhile; null while none came (the usual frame: nothing allocated). */
   private heldRecords: Array<() => void> | null = null;
   /** Inspector control (breakpoints, src/inspector/control.ts): may hold a lockstep tick's decisions until released. */
   hold: ((tick: number) => Promise<void> | null) | null = null;
@@ -344,7 +346,7 @@ export class Session {
    */
   private record(write: () => void): void {
     if (this.replaying) return;
-    if (this.heldRecords !== null) this.heldRecords.push(write);
+    if (this.holdingRecords) (this.heldRecords ??= []).push(write);
     else write();
   }
 
@@ -483,7 +485,7 @@ export class Session {
     // basedOn is the snapshot's tick, as applySnapshot makes it before a lockstep tick.
     const pending = this.host.pool.tickFrame(this.id, msg.tick, time, dt, msg.tick, { bytes: raw, start: rows.start, count: rows.count, width: rows.width, world: msg.world, results: msg.results });
     if (pending === null) return null;
-    this.heldRecords = [];
+    this.holdingRecords = true;
     let out: FrameTick | null;
     try {
       out = await pending;
@@ -509,6 +511,7 @@ export class Session {
   /** Records the inputs held while a frame was in flight (record), in the order they came. */
   private releaseRecords(): void {
     const held = this.heldRecords;
+    this.holdingRecords = false;
     this.heldRecords = null;
     if (held !== null) for (const write of held) write();
   }
