@@ -187,9 +187,33 @@ class ByLabel<T extends Held> {
   }
 }
 
-function oneLabel(name: string, labelNames: readonly string[] | undefined): string | undefined {
-  if ((labelNames?.length ?? 0) > 1) throw new Error(`${name}: a fast metric has at most one label`);
-  return labelNames?.[0];
+/**
+ * What a fast counter and a fast histogram share: the prom-client metric, made with a `collect` that hands it what is
+ * held; what each label value holds; reading and resetting.
+ */
+abstract class FastMetric<M extends Counter<string> | Histogram<string>, H extends Held> {
+  protected readonly metric: M;
+  protected readonly byLabel: ByLabel<H>;
+  /** What a metric without a label holds. */
+  protected readonly unlabelled: H | null;
+
+  protected constructor(name: string, labelNames: readonly string[] | undefined, metric: (collect: () => void) => M, held: (metric: M, labels: Record<string, string> | undefined) => H) {
+    if ((labelNames?.length ?? 0) > 1) throw new Error(`${name}: a fast metric has at most one label`);
+    const label = labelNames?.[0];
+    this.metric = metric(() => this.byLabel.flush());
+    this.byLabel = new ByLabel(name, label, (labels) => held(this.metric, labels));
+    this.unlabelled = label === undefined ? this.byLabel.of('') : null;
+  }
+
+  /** The metric as prom-client gives it, everything held so far included. */
+  get(): ReturnType<M['get']> {
+    return this.metric.get() as ReturnType<M['get']>;
+  }
+
+  reset(): void {
+    this.byLabel.clear();
+    this.metric.reset();
+  }
 }
 
 /** One label value's count of a FastCounter. */
@@ -218,18 +242,9 @@ export class Tally implements Held {
 }
 
 /** A prom-client counter whose increments are added up in plain numbers until it is read. */
-export class FastCounter<L extends string = never> {
-  private readonly counter: Counter<L>;
-  private readonly byLabel: ByLabel<Tally>;
-
-  /** The one count of a counter without a label. */
-  private readonly unlabelled: Tally | null;
-
+export class FastCounter<L extends string = never> extends FastMetric<Counter<string>, Tally> {
   constructor(config: { name: string; help: string; labelNames?: readonly L[]; registers: Registry[] }) {
-    const label = oneLabel(config.name, config.labelNames);
-    this.counter = new Counter<L>({ ...config, labelNames: config.labelNames ?? [], collect: () => this.byLabel.flush() });
-    this.byLabel = new ByLabel(config.name, label, (labels) => new Tally(this.counter as Counter<string>, labels));
-    this.unlabelled = label === undefined ? this.byLabel.of('') : null;
+    super(config.name, config.labelNames, (collect) => new Counter<string>({ ...config, labelNames: config.labelNames ?? [], collect }), (counter, labels) => new Tally(counter, labels));
   }
 
   /** `inc(value)` without a label, `inc({ label: value }, n)` with one (prom-client's signature). */
@@ -241,16 +256,6 @@ export class FastCounter<L extends string = never> {
   /** The count of one label value (the empty string without a label), bound once and incremented on a hot path. */
   tally(labelValue: string): Tally {
     return this.byLabel.of(labelValue);
-  }
-
-  /** The counter as prom-client gives it, every count so far included. */
-  get(): ReturnType<Counter<L>['get']> {
-    return this.counter.get();
-  }
-
-  reset(): void {
-    this.byLabel.clear();
-    this.counter.reset();
   }
 }
 
@@ -295,18 +300,9 @@ export class Observations implements Held {
 }
 
 /** A prom-client histogram whose observations wait in a buffer until it is read or the buffer is full. */
-export class FastHistogram<L extends string = never> {
-  private readonly histogram: Histogram<L>;
-  private readonly byLabel: ByLabel<Observations>;
-
-  /** The one buffer of a histogram without a label. */
-  private readonly unlabelled: Observations | null;
-
+export class FastHistogram<L extends string = never> extends FastMetric<Histogram<string>, Observations> {
   constructor(config: { name: string; help: string; labelNames?: readonly L[]; buckets: number[]; registers: Registry[] }) {
-    const label = oneLabel(config.name, config.labelNames);
-    this.histogram = new Histogram<L>({ ...config, labelNames: config.labelNames ?? [], collect: () => this.byLabel.flush() });
-    this.byLabel = new ByLabel(config.name, label, (labels) => new Observations(this.histogram as Histogram<string>, labels));
-    this.unlabelled = label === undefined ? this.byLabel.of('') : null;
+    super(config.name, config.labelNames, (collect) => new Histogram<string>({ ...config, labelNames: config.labelNames ?? [], collect }), (histogram, labels) => new Observations(histogram, labels));
   }
 
   /** `observe(value)` without a label, `observe({ label: value }, v)` with one (prom-client's signature). */
@@ -318,16 +314,6 @@ export class FastHistogram<L extends string = never> {
   /** The observations of one label value (the empty string without a label), bound once and observed into on a hot path. */
   of(labelValue: string): Observations {
     return this.byLabel.of(labelValue);
-  }
-
-  /** The histogram as prom-client gives it, every observation so far included. */
-  get(): ReturnType<Histogram<L>['get']> {
-    return this.histogram.get();
-  }
-
-  reset(): void {
-    this.byLabel.clear();
-    this.histogram.reset();
   }
 }
 
