@@ -102,7 +102,7 @@ const parts: Record<string, { heap: number; external: number }> = {};
 function tickOrder(n: number, shard: SessionShard | null): ToHost {
   return {
     t: 'tick', req: n, session: 's', time: n * 0.05, dt: 0.05, clear: false, bb: null, objects: null, rows: null, frameRows: null, results: null,
-    world: null, spare: null, tick: n, ...(shard === null ? {} : shard.take()),
+    world: null, columns: -1, tick: n, ...(shard === null ? {} : shard.take()),
   };
 }
 /** Objects that must stay alive across a pair of readings (a local used for the last time may be collected). */

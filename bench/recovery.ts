@@ -157,7 +157,7 @@ const hosted = Array.from({ length: half }, (_, i) => {
 });
 let journal = new RecoveryJournal(1, 2000);
 const order: TickOrder = {
-  t: 'tick', req: 1, session: 's', time: 0, dt: TICK_SECONDS, clear: false, bb: null, objects: null, spare: null, world: null, tick: 1, frameRows: null,
+  t: 'tick', req: 1, session: 's', time: 0, dt: TICK_SECONDS, clear: false, bb: null, objects: null, columns: -1, world: null, tick: 1, frameRows: null,
   rows: { count: half, width: 3, slots: new Int32Array(half), values: new Float64Array(half * 3), tags: new Uint8Array(half * 3), vectors: new Float64Array(0), vectorsLength: 0, other: [] },
   results: { count: 2000, data: new Float64Array(6000) },
 };

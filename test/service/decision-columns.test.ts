@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Agent } from '../../src/bt/index.js';
 import { decode, encodeDecisions } from '../../src/protocol/index.js';
-import { ColumnSink, keepParts, mergeDecisions, spareOf, type DecisionLists } from '../../src/service/pool/decisions.js';
+import { ColumnSink, keepParts, mergeDecisions, type DecisionLists } from '../../src/service/pool/decisions.js';
 import { SessionShard } from '../../src/service/pool/shard.js';
 
 /** What the sink reads of an agent: its id. */
@@ -13,7 +13,7 @@ const agent = (id: number | string): Agent => ({ id }) as unknown as Agent;
 
 /** One host's tick: `acts` as [slot, id, seq, action, args], ids and spawn ordinals by slot. */
 function hostTick(acts: ReadonlyArray<[number, number | string, number, string, Record<string, unknown>]>, ids: Array<number | string>, ordinals: number[]): { sink: ColumnSink; part: DecisionLists } {
-  const sink = new ColumnSink(null);
+  const sink = new ColumnSink();
   for (const [slot, id, seq, name, args] of acts) {
     sink.slot = slot;
     sink.action(agent(id), seq, name, args);
@@ -54,7 +54,7 @@ describe('decision columns', () => {
   });
 
   test('a sink reused for the next tick starts empty, its buffers grown as a tick needs', () => {
-    const sink = new ColumnSink(null);
+    const sink = new ColumnSink();
     for (let i = 0; i < 500; i++) {
       sink.slot = i;
       sink.action(agent(i), 1, 'moveTo', { to: [i, i + 0.5], speed: 'run' });
@@ -62,13 +62,53 @@ describe('decision columns', () => {
     const first = mergeDecisions(1, 1, [{ columns: sink.columns(), ids: Array.from({ length: 500 }, (_, i) => i), ordinals: Array.from({ length: 500 }, (_, i) => i) }], []);
     expect(first.actions).toHaveLength(500);
     expect(first.actions[499]).toEqual([499, 1, 'moveTo', { to: [499, 499.5], speed: 'run' }]);
-    const c = sink.columns();
-    sink.reset(spareOf(c));
+    sink.reset();
     sink.slot = 0;
     sink.action(agent(0), 2, 'shoot', {});
     expect(mergeDecisions(2, 2, [{ columns: sink.columns(), ids: [0], ordinals: [0] }], []).actions).toEqual([[0, 2, 'shoot', {}]]);
     // The first tick's merged actions are a copy of their own.
     expect(first.actions[0]).toEqual([0, 1, 'moveTo', { to: [0, 0.5], speed: 'run' }]);
+  });
+
+  test('a reply carries the buffers only when the router does not hold them: the first tick, a list grown, another router', () => {
+    const sink = new ColumnSink();
+    const shard = new SessionShard(1);
+    const tick = (acts: number, known: number) => {
+      sink.reset();
+      for (let i = 0; i < acts; i++) {
+        sink.slot = i;
+        sink.action(agent(i), i, 'moveTo', { to: [i, 10 - i] });
+        sink.finished(agent(i), 'success');
+      }
+      sink.slot = 0;
+      sink.error(agent(0), 'E_PLUGIN', `after ${acts}`);
+      // As a worker's reply crosses: a structured clone, the buffers shared memory.
+      return structuredClone(sink.shared(known));
+    };
+    const merged = (d: ReturnType<typeof tick>, n: number) => mergeDecisions(1, 1, [{ columns: shard.decisions(d), ids: Array.from({ length: n }, (_, i) => i), ordinals: Array.from({ length: n }, (_, i) => i) }], []);
+    const first = tick(3, -1);
+    expect(first.buffers).not.toBeNull();
+    expect(first.buffers!.every((b) => b.buffer instanceof SharedArrayBuffer)).toBe(true);
+    expect(merged(first, 3).actions).toEqual([0, 1, 2].map((i) => [i, i, 'moveTo', { to: [i, 10 - i] }]));
+    // The router holds them now: the next tick is numbers only, read in the buffers it holds.
+    const second = tick(2, first.gen);
+    expect(second.buffers).toBeNull();
+    expect(second.gen).toBe(first.gen);
+    const d2 = merged(second, 2);
+    expect(d2.actions).toEqual([0, 1].map((i) => [i, i, 'moveTo', { to: [i, 10 - i] }]));
+    expect(d2.done).toEqual([[0, 'success'], [1, 'success']]);
+    expect(d2.errors).toEqual([[0, 'E_PLUGIN', 'after 2']]);
+    // 500 actions outgrow the buffers: new ones, sent again, under a new generation.
+    const third = tick(500, second.gen);
+    expect(third.buffers).not.toBeNull();
+    expect(third.gen).not.toBe(first.gen);
+    expect(merged(third, 500).actions[499]).toEqual([499, 499, 'moveTo', { to: [499, -489] }]);
+    // A router that names another generation (a replacement worker's replay, say) is sent them again.
+    expect(tick(1, first.gen).buffers).not.toBeNull();
+    // Numbers naming buffers this router was never sent are refused, not read in others.
+    expect(() => new SessionShard(1).decisions(tick(1, third.gen))).toThrow(/not sent/);
+    // No log line this tick: the reply says null, the router reads an empty list.
+    expect(tick(1, third.gen).logs).toBeNull();
   });
 
   test('every list merges as a stable sort of the parts by spawn order: parts in order or not, carried parts, any number of hosts', () => {
@@ -82,7 +122,7 @@ describe('decision columns', () => {
         let parts: DecisionLists[] = spec.map(({ ordinals, entries, claim }, k) => {
           // Integer ids (written in place) on even parts, string ids (through the codec) on odd ones.
           const ids = ordinals.map((_, slot) => (k % 2 === 0 ? k * 100 + slot : `h${k}s${slot}`));
-          const sink = new ColumnSink(null);
+          const sink = new ColumnSink();
           for (const { slot, kind, seq } of entries) {
             sink.slot = slot;
             const a = agent(ids[slot]!);

@@ -31,7 +31,7 @@ const tickOf = (session: string, req: number): TickOrder => ({
   frameRows: null,
   results: null,
   world: null,
-  spare: null,
+  columns: -1,
   tick: req,
 });
 

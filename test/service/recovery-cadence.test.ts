@@ -9,7 +9,7 @@ import type { ResultBatch, TickOrder } from '../../src/service/pool/wire.js';
 function tick(n: number, dt: number, results: ResultBatch | null = null): TickOrder {
   return {
     t: 'tick', req: n, session: 's', time: n * dt, dt, clear: false, bb: null, objects: null, rows: null, frameRows: null, results,
-    world: null, spare: null, tick: n,
+    world: null, columns: -1, tick: n,
   };
 }
 

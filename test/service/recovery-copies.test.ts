@@ -27,7 +27,7 @@ function tick(n: number, rows: number): TickOrder {
     results.data.set([n * 1000 + i, n, i & 1], i * 3);
   }
   rowBatch.vectors.set([n, -n]);
-  return { t: 'tick', req: n, session: 's', time: n / 20, dt: 0.05, clear: false, bb: null, objects: null, rows: rowBatch, frameRows, results, world: null, spare: null, tick: n };
+  return { t: 'tick', req: n, session: 's', time: n / 20, dt: 0.05, clear: false, bb: null, objects: null, rows: rowBatch, frameRows, results, world: null, columns: -1, tick: n };
 }
 
 /** What a replay must give back of tick `n`: the used part of each buffer. */

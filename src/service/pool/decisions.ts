@@ -17,6 +17,7 @@
 // lists (570 actions, 96 cancels, 178 done) takes 51–53 µs, against 90–119 µs when cancels and done were rebuilt as
 // tuples and the merge went through lists of references.
 
+import { threadId } from 'node:worker_threads';
 import type { Agent, AgentId, DecisionSink } from '../../bt/index.js';
 import {
   EncodedTuples,
@@ -50,8 +51,8 @@ export interface TupleColumn extends ColumnBuffers {
 }
 
 /**
- * One host's decisions for one tick, by agent slot: actions, cancels and done as encoded tuples (their buffers
- * transferred, then handed back to the host with the next tick for reuse), errors and log lines as they are (rare).
+ * One host's decisions for one tick, by agent slot: actions, cancels and done as encoded tuples (in buffers the host
+ * writes again at the session's next tick: SharedColumns), errors and log lines as they are (rare).
  */
 export interface DecisionColumns {
   /** `[id, seq, action, args]` tuples. */
@@ -71,22 +72,47 @@ export interface ColumnBuffers {
   bytes: Uint8Array;
 }
 
-/** Buffers of a previous reply, for the next tick's sink. */
-export interface SpareColumns {
-  actions: ColumnBuffers;
-  cancels: ColumnBuffers;
-  done: ColumnBuffers;
+/** The buffers of a sink's three lists, as they cross once to the router: index and bytes of actions, cancels, done. */
+export type ColumnBufferSet = [Float64Array, Uint8Array, Float64Array, Uint8Array, Float64Array, Uint8Array];
+
+/**
+ * One host's decisions for one tick as they cross to the router (TickReply.decisions). The lists' buffers are shared
+ * memory that the host writes during a tick and the router reads while it merges, before it sends that session's next
+ * tick; they cross only when the router does not hold them yet (the tick order's `columns` is not their `gen`: the
+ * first tick, a list grown, a replacement worker). So a reply is a few numbers, where it transferred six buffers
+ * there and back every tick (docs/capacity.md, *Round eighteen*).
+ */
+export interface SharedColumns {
+  /** Which buffers the lists are in: unique to a sink's set of buffers in this process (any thread). */
+  gen: number;
+  /** `n` and `size` of actions, cancels and done, in that order. */
+  used: number[];
+  /** The buffers, when the router holds another `gen`; else null. */
+  buffers: ColumnBufferSet | null;
+  /** Null when none. */
+  errors: Array<[number, string, string]> | null;
+  /** Null when no line was logged and none dropped. */
+  logs: LogColumns | null;
 }
 
-/** The lists of `c`, to hand their buffers back to its host (without its errors and log lines). */
-export function spareOf(c: DecisionColumns): SpareColumns {
-  return { actions: c.actions, cancels: c.cancels, done: c.done };
+/** Buffer sets made on this thread; with the thread's id, a `gen` no other thread's set has. */
+let buffersMade = 0;
+
+function nextGen(): number {
+  // threadId < 2^21 and 2^32 sets per thread: exact in a double.
+  return threadId * 2 ** 32 + buffersMade++;
 }
 
-/** Every buffer of `spare`, for a transfer list. */
-export function spareBuffers(spare: SpareColumns): ArrayBuffer[] {
-  const { actions: a, cancels: c, done: d } = spare;
-  return [a.index.buffer, a.bytes.buffer, c.index.buffer, c.bytes.buffer, d.index.buffer, d.bytes.buffer] as ArrayBuffer[];
+/** The lists of `d` in the buffers the router holds for its host (`held`, of generation `d.gen`). */
+export function columnsOf(d: SharedColumns, held: ColumnBufferSet): DecisionColumns {
+  const u = d.used;
+  return {
+    actions: { index: held[0], bytes: held[1], n: u[0]!, size: u[1]! },
+    cancels: { index: held[2], bytes: held[3], n: u[2]!, size: u[3]! },
+    done: { index: held[4], bytes: held[5], n: u[4]!, size: u[5]! },
+    errors: d.errors ?? [],
+    logs: d.logs ?? { lines: [], dropped: [0, 0, 0, 0] },
+  };
 }
 
 /**
@@ -109,21 +135,24 @@ export interface DecisionLists {
 export class ColumnSink implements DecisionSink {
   /** Slot of the agent being ticked (or halted). */
   slot = 0;
-  private out: DecisionColumns;
+  private readonly out: DecisionColumns = newColumns();
   /** Actions whose args could not be encoded (a cycle a plugin made): slot and why, for the host to stop the agent. */
   private unsendable: Array<[number, string]> | null = null;
-
-  constructor(spare: SpareColumns | null) {
-    this.out = newColumns(spare);
-  }
+  /** The buffers last stamped with `gen` (a list that grew has others). */
+  private stamped: ColumnBufferSet | null = null;
+  private gen = -1;
 
   /**
-   * Starts the next tick's columns, the previous ones having gone out with their reply. A host keeps one sink
-   * per session: each agent stores the sink it ticks into, and a sink that lives on (old, like the agents) spares
-   * the collector a remembered old-to-new pointer per agent per tick.
+   * Starts the next tick's lists in the same buffers, the router having read the previous tick's (it merges a
+   * reply before it sends the session's next tick). A host keeps one sink per session: each agent stores the sink it
+   * ticks into, and a sink that lives on (old, like the agents) spares the collector a remembered old-to-new pointer
+   * per agent per tick.
    */
-  reset(spare: SpareColumns | null): void {
-    this.out = newColumns(spare);
+  reset(): void {
+    const o = this.out;
+    o.actions.n = o.actions.size = o.cancels.n = o.cancels.size = o.done.n = o.done.size = 0;
+    if (o.errors.length > 0) o.errors = [];
+    if (o.logs.lines.length > 0 || o.logs.dropped.some((n) => n > 0)) o.logs = { lines: [], dropped: [0, 0, 0, 0] };
     this.unsendable = null;
     this.slot = 0;
   }
@@ -190,6 +219,27 @@ export class ColumnSink implements DecisionSink {
   columns(): DecisionColumns {
     return this.out;
   }
+
+  /** The lists filled so far as they cross to the router, which holds the buffers of generation `held` (-1: none). */
+  shared(held: number): SharedColumns {
+    const o = this.out;
+    const a = o.actions;
+    const c = o.cancels;
+    const d = o.done;
+    let b = this.stamped;
+    if (b === null || b[0] !== a.index || b[1] !== a.bytes || b[2] !== c.index || b[3] !== c.bytes || b[4] !== d.index || b[5] !== d.bytes) {
+      b = this.stamped = [a.index, a.bytes, c.index, c.bytes, d.index, d.bytes];
+      this.gen = nextGen();
+    }
+    const logs = o.logs;
+    return {
+      gen: this.gen,
+      used: [a.n, a.size, c.n, c.size, d.n, d.size],
+      buffers: held === this.gen ? null : b,
+      errors: o.errors.length === 0 ? null : o.errors,
+      logs: logs.lines.length === 0 && logs.dropped[0] === 0 && logs.dropped[1] === 0 && logs.dropped[2] === 0 && logs.dropped[3] === 0 ? null : logs,
+    };
+  }
 }
 
 /** Room an action is written in place within (its args are small); larger ones go through the codec. */
@@ -209,7 +259,7 @@ function append(t: TupleColumn, slot: number, tuple: Uint8Array): void {
 /** `t`, with room for `bytes` more bytes after what it holds. */
 function room(t: TupleColumn, bytes: number): TupleColumn {
   if (t.size + bytes > t.bytes.length) {
-    const grown = new Uint8Array(Math.max(t.bytes.length * 2, t.size + bytes));
+    const grown = sharedBytes(Math.max(t.bytes.length * 2, t.size + bytes));
     grown.set(t.bytes.subarray(0, t.size));
     t.bytes = grown;
   }
@@ -220,7 +270,7 @@ function room(t: TupleColumn, bytes: number): TupleColumn {
 function ended(t: TupleColumn, slot: number, end: number): void {
   t.size = end;
   if ((t.n + 1) * 2 > t.index.length) {
-    const index = new Float64Array(t.index.length * 2);
+    const index = sharedIndex(t.index.length * 2);
     index.set(t.index);
     t.index = index;
   }
@@ -230,16 +280,24 @@ function ended(t: TupleColumn, slot: number, end: number): void {
 }
 
 /**
- * Columns start small and grow (a spare keeps the size its session needed): they cross to the main thread every tick,
- * and a transferred buffer counts its whole length as new external memory there, which drives its collections
- * (docs/capacity.md, "Round eight").
+ * Columns start small and grow, in shared memory (a sink keeps the size its session needed): the router reads them
+ * where the host wrote them, and a buffer that crossed each tick counted its whole length as new external memory on
+ * the main thread, which drove its collections (docs/capacity.md, "Round eight").
  */
-function newColumns(spare: SpareColumns | null): DecisionColumns {
-  return { actions: newColumn(spare?.actions), cancels: newColumn(spare?.cancels), done: newColumn(spare?.done), errors: [], logs: { lines: [], dropped: [0, 0, 0, 0] } };
+function newColumns(): DecisionColumns {
+  return { actions: newColumn(), cancels: newColumn(), done: newColumn(), errors: [], logs: { lines: [], dropped: [0, 0, 0, 0] } };
 }
 
-function newColumn(spare: ColumnBuffers | undefined): TupleColumn {
-  return { n: 0, index: spare?.index ?? new Float64Array(MIN_ENTRIES * 2), bytes: spare?.bytes ?? new Uint8Array(MIN_ENTRIES * TUPLE_BYTES), size: 0 };
+function newColumn(): TupleColumn {
+  return { n: 0, index: sharedIndex(MIN_ENTRIES * 2), bytes: sharedBytes(MIN_ENTRIES * TUPLE_BYTES), size: 0 };
+}
+
+function sharedIndex(length: number): Float64Array {
+  return new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT));
+}
+
+function sharedBytes(length: number): Uint8Array {
+  return new Uint8Array(new SharedArrayBuffer(length));
 }
 
 /**

@@ -485,11 +485,11 @@ export class AgentHost {
     keepShape[0] = order;
     const s = this.sessions.get(order.session);
     let out: ColumnSink;
-    if (s === undefined) out = new ColumnSink(order.spare);
-    else if (s.sink === null) out = s.sink = new ColumnSink(order.spare);
+    if (s === undefined) out = new ColumnSink();
+    else if (s.sink === null) out = s.sink = new ColumnSink();
     else {
       out = s.sink;
-      out.reset(order.spare);
+      out.reset();
     }
     let unknown = 0;
     if (s !== undefined) {
@@ -534,7 +534,7 @@ export class AgentHost {
       }
       if (order.world !== null) s.world = worldOf(order.world);
       if (refused) {
-        return { t: 'ticked', req: order.req, ms: performance.now() - started, decisions: out.columns(), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
+        return { t: 'ticked', req: order.req, ms: performance.now() - started, decisions: out.shared(order.columns), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
       }
       if (stage !== null && stage.world !== null) s.world = worldOf(stage.world);
       const { time, dt } = order;
@@ -557,7 +557,7 @@ export class AgentHost {
       t: 'ticked',
       req: order.req,
       ms: performance.now() - started,
-      decisions: out.columns(),
+      decisions: out.shared(order.columns),
       rows: order.rows,
       frameRows: order.frameRows,
       results: order.results,

@@ -266,11 +266,10 @@ export class RecoveryJournal {
   }
 }
 
-/** A tick order as logged: its own copies of the row and result buffers (the sent ones are transferred), no spare columns. */
+/** A tick order as logged: its own copies of the row and result buffers (the sent ones are transferred). */
 function copyTick(o: TickOrder, copies: CopyBuffers): TickOrder {
   return {
     ...o,
-    spare: null,
     rows: o.rows === null ? null : copyRows(o.rows, copies),
     frameRows: o.frameRows === null ? null : copyFrameRows(o.frameRows, copies),
     results: o.results === null ? null : copyResults(o.results, copies),

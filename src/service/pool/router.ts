@@ -829,7 +829,7 @@ export abstract class PoolRouter implements AgentPool {
         const input = shard.take();
         const order: TickOrder = { t: 'tick', req: this.nextReq++, session, time, dt, ...input, world, tick };
         if (h === stageHost) order.stage = stage;
-        pending.push(this.request(h, order, transferList(input.rows, input.results, input.spare, input.frameRows)));
+        pending.push(this.request(h, order, transferList(input.rows, input.results, input.frameRows)));
         hosts.push(h);
       }
       const settled = await Promise.allSettled(pending);
@@ -839,7 +839,7 @@ export abstract class PoolRouter implements AgentPool {
         const reply = staged.value as TickReply;
         if (reply.refused === true) {
           this.lastTickMs[stageHost] = reply.ms;
-          s.shards[stageHost]!.recycle(reply.rows, reply.results, reply.decisions, reply.frameRows);
+          s.shards[stageHost]!.recycle(reply.rows, reply.results, reply.frameRows);
           return null;
         }
         unknown = reply.unknown ?? 0;
@@ -859,15 +859,15 @@ export abstract class PoolRouter implements AgentPool {
         const reply = r.value as TickReply;
         const shard = s.shards[h]!;
         this.lastTickMs[h] = reply.ms;
-        parts.push({ columns: reply.decisions, ids: shard.ids, ordinals: shard.ordinals, slotsInSpawnOrder: shard.slotsInSpawnOrder });
+        parts.push({ columns: shard.decisions(reply.decisions), ids: shard.ids, ordinals: shard.ordinals, slotsInSpawnOrder: shard.slotsInSpawnOrder });
         if (reply.frames !== null && reply.frames !== undefined) {
           frames ??= [];
           for (const [slot, frame] of reply.frames) frames.push({ agent: shard.ids[slot]!, frame });
         }
         keepShape[0] = reply; // see keepShape
         const l = reply.decisions.logs;
-        if (l.lines.length > 0 || l.dropped.some((n) => n > 0)) logs.push({ logs: l, agent: (slot) => this.logAgent(s, shard.ids[slot]) });
-        shard.recycle(reply.rows, reply.results, reply.decisions, reply.frameRows);
+        if (l !== null) logs.push({ logs: l, agent: (slot) => this.logAgent(s, shard.ids[slot]) });
+        shard.recycle(reply.rows, reply.results, reply.frameRows);
       }
       if (logs.length > 0) emitLogs(this.logger, this.onLog, session, tick, logs);
       if (failure !== null) {

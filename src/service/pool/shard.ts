@@ -2,12 +2,12 @@
 // for that host until the session's next tick (rows packed into typed arrays, results, bb writes, observations).
 
 import type { AgentId, CompiledTree } from '../../bt/index.js';
-import { spareOf, type DecisionColumns, type SpareColumns } from './decisions.js';
+import { columnsOf, type ColumnBufferSet, type DecisionColumns, type SharedColumns } from './decisions.js';
 import { FrameCursor, type ColumnRows } from '../../protocol/index.js';
 import { MAX_VECTOR, Tag, type FrameBatch, type ResultBatch, type RowBatch, type TickOrder } from './wire.js';
 
 /** The input of one tick for one host, taken out of a shard by `take()`. */
-export type ShardInput = Pick<TickOrder, 'clear' | 'bb' | 'objects' | 'rows' | 'frameRows' | 'results' | 'spare' | 'lod'>;
+export type ShardInput = Pick<TickOrder, 'clear' | 'bb' | 'objects' | 'rows' | 'frameRows' | 'results' | 'columns' | 'lod'>;
 
 const MIN_ROWS = 64;
 /** Buffers handed back by hosts and kept for reuse; two cover one tick in flight while the next fills. */
@@ -55,7 +55,9 @@ export class SessionShard {
   private readonly spareRows: RowBatch[] = [];
   private readonly spareFrameRows: FrameBatch[] = [];
   private readonly spareResults: ResultBatch[] = [];
-  private spareColumns: SpareColumns | null = null;
+  /** The host's decision buffers for this session (SharedColumns) and their generation; -1: none yet. */
+  private columnBuffers: ColumnBufferSet | null = null;
+  private columnsGen = -1;
 
   constructor(width: number) {
     this.width = width;
@@ -244,8 +246,7 @@ export class SessionShard {
 
   /** Takes the buffered input for a tick and releases quarantined slots: the tick order carries their despawn. */
   take(): ShardInput {
-    const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, frameRows: this.frameRows, results: this.results, spare: this.spareColumns };
-    this.spareColumns = null;
+    const input: ShardInput = { clear: this.clear, bb: this.bb, objects: this.objects, rows: this.rows, frameRows: this.frameRows, results: this.results, columns: this.columnsGen };
     this.clear = false;
     this.bb = null;
     this.objects = null;
@@ -263,14 +264,27 @@ export class SessionShard {
 
   /** Forgets the buffered input (the host has no agent of the session left) and releases quarantined slots. */
   discard(): void {
-    const { rows, results, spare, frameRows } = this.take();
-    this.recycle(rows, results, null, frameRows);
-    this.spareColumns = spare;
+    const { rows, results, frameRows } = this.take();
+    this.recycle(rows, results, frameRows);
   }
 
-  /** Keeps buffers handed back by the host for the next ticks (decision columns: once unpacked). */
-  recycle(rows: RowBatch | null, results: ResultBatch | null, columns: DecisionColumns | null = null, frameRows: FrameBatch | null = null): void {
-    if (columns !== null) this.spareColumns = spareOf(columns);
+  /**
+   * A tick reply's decisions, read in the host's buffers: those it sent now, or those it sent before (it sends them
+   * whenever the order named another generation than theirs). Read them before this session's next tick is sent:
+   * the host writes that tick's decisions over them.
+   */
+  decisions(d: SharedColumns): DecisionColumns {
+    if (d.buffers !== null) {
+      this.columnBuffers = d.buffers;
+      this.columnsGen = d.gen;
+    } else if (d.gen !== this.columnsGen || this.columnBuffers === null) {
+      throw new Error(`decisions in buffers ${d.gen} not sent (held: ${this.columnsGen})`);
+    }
+    return columnsOf(d, this.columnBuffers);
+  }
+
+  /** Keeps input buffers handed back by the host for the next ticks. */
+  recycle(rows: RowBatch | null, results: ResultBatch | null, frameRows: FrameBatch | null = null): void {
     if (frameRows !== null) this.recycleFrameRows(frameRows);
     if (rows !== null && rows.width === this.width && this.spareRows.length < MAX_SPARES) {
       emptyRows(rows);

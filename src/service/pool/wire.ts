@@ -4,7 +4,7 @@
 import type { AgentFrame, AgentId, WhyReport } from '../../bt/index.js';
 import type { SpawnBatch } from './spawns.js';
 import type { AgentView } from './types.js';
-import { spareBuffers, type DecisionColumns, type SpareColumns } from './decisions.js';
+import type { SharedColumns } from './decisions.js';
 
 /** Type tags of row values, shared with the protocol's packed rows (the fast path copies them as they are). */
 export { MAX_VECTOR, Tag } from '../../protocol/index.js';
@@ -69,8 +69,8 @@ export interface TickOrder {
   frameRows: FrameBatch | null;
   results: ResultBatch | null;
   world: WorldUpdate | null;
-  /** Decision buffers of this host's previous reply, handed back for reuse. */
-  spare: SpareColumns | null;
+  /** The generation of this host's decision buffers for the session that the router holds (SharedColumns.gen); -1: none. */
+  columns: number;
   /** The session tick number (frames of watched agents carry it). */
   tick: number;
   /** Level of detail: new tick intervals `[slot, every]`, applied before the tick (absent or null: none). */
@@ -242,7 +242,7 @@ export interface TickReply {
   t: 'ticked';
   req: number;
   ms: number;
-  decisions: DecisionColumns;
+  decisions: SharedColumns;
   rows: RowBatch | null;
   frameRows: FrameBatch | null;
   results: ResultBatch | null;
@@ -271,15 +271,15 @@ export type WorkerHello = { t: 'ready'; ok: true; trees: Record<string, string> 
 
 /**
  * The ArrayBuffers of a tick order or reply, for postMessage's transfer list. World bytes are not listed:
- * the same bytes go to several workers, so they are copied (a memcpy, not a re-serialization).
+ * the same bytes go to several workers, so they are copied (a memcpy, not a re-serialization). Decision buffers are
+ * shared memory (SharedColumns): never listed.
  */
-export function transferList(rows: RowBatch | null, results: ResultBatch | null, columns: SpareColumns | null, frameRows: FrameBatch | null = null): ArrayBuffer[] {
+export function transferList(rows: RowBatch | null, results: ResultBatch | null, frameRows: FrameBatch | null = null): ArrayBuffer[] {
   const list: ArrayBuffer[] = [];
   if (frameRows !== null) list.push(frameRows.slots.buffer as ArrayBuffer, frameRows.offsets.buffer as ArrayBuffer);
   if (rows !== null) {
     list.push(rows.slots.buffer as ArrayBuffer, rows.values.buffer as ArrayBuffer, rows.tags.buffer as ArrayBuffer, rows.vectors.buffer as ArrayBuffer);
   }
   if (results !== null) list.push(results.data.buffer as ArrayBuffer);
-  if (columns !== null) list.push(...spareBuffers(columns));
   return list;
 }

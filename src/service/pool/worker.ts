@@ -81,7 +81,7 @@ if (!loaded.ok) {
       port.postMessage(reply, transfer);
       return;
     }
-    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.decisions, reply.frameRows) : []);
+    port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.frameRows) : []);
   };
   const slices = new Slicer(run, () => board.end(), SLICE_MS, undefined, parts);
   const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {
