@@ -234,9 +234,10 @@ const DISCARD: DecisionSink = {
 
 /**
  * The last tick order, kept so that its hidden classes live on. A message's objects get, when it is read, hidden
- * classes that only live as long as some object has them; at a mark-compact with no order in flight the spare
- * columns' class died, the next order's got a new one, and the order's `spare` field type changed: `tick` was
- * thrown away ("dependent field type changed") after most of this thread's mark-compacts. Its frames and batches
+ * classes that only live as long as some object has them; at a mark-compact with no order in flight the class of
+ * the decision buffers then handed back in each order died, the next order's got a new one, and that field's type
+ * changed: `tick` was thrown away ("dependent field type changed") after most of this thread's mark-compacts (the
+ * results and row batches are such fields still). Its frames and batches
  * are emptied or transferred by then: keeping it holds little. An array slot, not a field: no field type of its own.
  */
 const keepShape: unknown[] = [null];
