@@ -169,6 +169,12 @@ export function machineBusySeconds(): number {
  */
 export const START_NODE_FLAGS: readonly string[] = ['--initial-old-space-size=128'];
 
+/**
+ * The environment the start commands set unless the caller's sets it (`npm start`'s `${VAR:-default}`, the Docker
+ * image's `ENV`): glibc keeps large blocks mapped and returns them when freed (docs/capacity.md, "A million agents").
+ */
+export const START_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: '131072' };
+
 /** Path of the built start command. */
 export function mainScript(): string {
   const main = join(repoRoot(), 'dist', 'src', 'service', 'main.js');
@@ -194,7 +200,7 @@ export async function startService(options: StartOptions): Promise<Target> {
     '--log-level', 'info',
     '--max-agents', '1000000',
   ];
-  const env: Record<string, string | undefined> = { ...process.env, ...options.env };
+  const env: Record<string, string | undefined> = { ...START_ENV, ...process.env, ...options.env };
   // Settings come from our flags only; stray CANOPY_* variables of the caller's shell must not change the test.
   for (const key of Object.keys(env)) if (key.startsWith('CANOPY_') && options.env?.[key] === undefined) delete env[key];
   const child = spawn(options.node ?? process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { START_NODE_FLAGS } from '../../bench/load/service.js';
+import { START_ENV, START_NODE_FLAGS } from '../../bench/load/service.js';
 import { describeSettings } from '../../src/service/config.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -143,12 +143,17 @@ describe('deploy/kubernetes', () => {
     expect(Number(annotations['prometheus.io/port'])).toBe(http.containerPort);
   });
 
-  it('the image, npm start and the load generator start node with the same flags (a floor under the main thread heap)', () => {
+  it('the image, npm start and the load generator start node with the same flags (a floor under the main thread heap) and environment', () => {
     const cmd = /^CMD (\[.*\])$/m.exec(read('Dockerfile'));
     expect(JSON.parse(cmd![1]!)).toEqual(['node', ...START_NODE_FLAGS, 'dist/src/service/main.js']);
     const start = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts.start!;
     expect(start).toContain(`exec node ${START_NODE_FLAGS.join(' ')} dist/src/service/main.js`);
     expect(read('docs/configuration.md')).toContain(`node ${START_NODE_FLAGS.join(' ')}`);
+    // And with the same environment, which the caller's may override.
+    for (const [name, value] of Object.entries(START_ENV)) {
+      expect(read('Dockerfile')).toContain(`ENV ${name}=${value}`);
+      expect(start).toContain(`${name}=\${${name}:-${value}}`);
+    }
   });
 
   it('every CANOPY_* variable is one the service reads, and the API keys come from a Secret', () => {
