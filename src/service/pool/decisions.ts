@@ -35,7 +35,7 @@ import {
   type DoneDecision,
 } from '../../protocol/index.js';
 import type { Decisions } from './types.js';
-import { LOG_LINES_PER_TICK, levelIndex, type LogColumns } from './logs.js';
+import { LOG_LINES_PER_TICK, hasLogs, levelIndex, type LogColumns } from './logs.js';
 
 const MIN_ENTRIES = 64;
 /** Bytes of a tuple, to size a new buffer (it grows when a tick needs more). */
@@ -103,6 +103,10 @@ function nextGen(): number {
   return threadId * 2 ** 32 + buffersMade++;
 }
 
+/** What a reply without errors or log lines reads as: shared by every such reply, never written (frozen). */
+const NO_ERRORS = Object.freeze([]) as unknown as DecisionColumns['errors'];
+const NO_LOGS = Object.freeze({ lines: Object.freeze([]), dropped: Object.freeze([0, 0, 0, 0]) }) as unknown as LogColumns;
+
 /** The lists of `d` in the buffers the router holds for its host (`held`, of generation `d.gen`). */
 export function columnsOf(d: SharedColumns, held: ColumnBufferSet): DecisionColumns {
   const u = d.used;
@@ -110,8 +114,8 @@ export function columnsOf(d: SharedColumns, held: ColumnBufferSet): DecisionColu
     actions: { index: held[0], bytes: held[1], n: u[0]!, size: u[1]! },
     cancels: { index: held[2], bytes: held[3], n: u[2]!, size: u[3]! },
     done: { index: held[4], bytes: held[5], n: u[4]!, size: u[5]! },
-    errors: d.errors ?? [],
-    logs: d.logs ?? { lines: [], dropped: [0, 0, 0, 0] },
+    errors: d.errors ?? NO_ERRORS,
+    logs: d.logs ?? NO_LOGS,
   };
 }
 
@@ -152,7 +156,7 @@ export class ColumnSink implements DecisionSink {
     const o = this.out;
     o.actions.n = o.actions.size = o.cancels.n = o.cancels.size = o.done.n = o.done.size = 0;
     if (o.errors.length > 0) o.errors = [];
-    if (o.logs.lines.length > 0 || o.logs.dropped.some((n) => n > 0)) o.logs = { lines: [], dropped: [0, 0, 0, 0] };
+    if (hasLogs(o.logs)) o.logs = { lines: [], dropped: [0, 0, 0, 0] };
     this.unsendable = null;
     this.slot = 0;
   }
@@ -231,13 +235,12 @@ export class ColumnSink implements DecisionSink {
       b = this.stamped = [a.index, a.bytes, c.index, c.bytes, d.index, d.bytes];
       this.gen = nextGen();
     }
-    const logs = o.logs;
     return {
       gen: this.gen,
       used: [a.n, a.size, c.n, c.size, d.n, d.size],
       buffers: held === this.gen ? null : b,
       errors: o.errors.length === 0 ? null : o.errors,
-      logs: logs.lines.length === 0 && logs.dropped[0] === 0 && logs.dropped[1] === 0 && logs.dropped[2] === 0 && logs.dropped[3] === 0 ? null : logs,
+      logs: hasLogs(o.logs) ? o.logs : null,
     };
   }
 }

@@ -17,6 +17,12 @@ export interface LogColumns {
   dropped: [number, number, number, number];
 }
 
+/** Whether `logs` holds a line or a count of dropped ones. */
+export function hasLogs(logs: LogColumns): boolean {
+  const d = logs.dropped;
+  return logs.lines.length > 0 || d[0] > 0 || d[1] > 0 || d[2] > 0 || d[3] > 0;
+}
+
 /** Whether the logger writes lines of this level index (a pino logger says; any other logger writes what it has a method for). */
 export function levelEnabled(logger: PoolLogger | undefined, level: number): boolean {
   if (logger === undefined) return false;
