@@ -13,7 +13,7 @@ import { findCapacity, type CapacityResult } from './load/capacity.js';
 import { OptionsError, parseOptions, type LoadOptions } from './load/options.js';
 import { capacityLine, capacityTable, failureLines, resultsTable } from './load/report.js';
 import { lodRowsOf, runLoad, type RunResult, type RunSpec } from './load/run.js';
-import { burstLines, runBurst, type BurstResult } from './load/burst.js';
+import { burstLines, runBurst, type BurstResult, type BurstSpec } from './load/burst.js';
 import { existingService, startService, treesFolderFor, type Target } from './load/service.js';
 import { formatLodMix } from './load/lod.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
@@ -59,7 +59,7 @@ const recorded = new Map<RunResult, { bytes: number; files: number; ticks: numbe
 let lastRecording: { bytes: number; files: number; ticks: number } | null = null;
 
 /** Acquires a fresh target for one run (a new child service, or the given URL), runs, and releases it. */
-async function withTarget<T>(workers: number, use: (target: Target) => Promise<T>, record = o.record === 'on'): Promise<T> {
+async function withTarget<T>(workers: number, use: (target: Target) => Promise<T>, record = o.record === 'on', profile = true): Promise<T> {
   const recordDir = record ? mkdtempSync(join(tmpdir(), 'canopy-loadtest-rec-')) : null;
   const target =
     o.url !== undefined
@@ -68,7 +68,7 @@ async function withTarget<T>(workers: number, use: (target: Target) => Promise<T
           workers,
           trees: treesFolderFor(o.tree),
           ...(o.serviceNode !== undefined ? { node: o.serviceNode } : {}),
-          nodeArgs: [...o.nodeArgs, ...(o.cpuProf !== undefined ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProf] : [])],
+          nodeArgs: [...o.nodeArgs, ...(o.cpuProf !== undefined && profile ? ['--cpu-prof', '--cpu-prof-dir', o.cpuProf] : [])],
           env: {
             ...(recordDir !== null ? { CANOPY_RECORD: 'all', CANOPY_RECORD_DIR: recordDir, CANOPY_RECORD_MAX_TOTAL_BYTES: '0' } : {}),
             ...(o.redis !== null ? { CANOPY_REDIS_URL: o.redis } : {}),
@@ -128,33 +128,41 @@ if (o.burst !== null) {
   for (const workers of o.url === undefined ? o.workers : [null]) {
     for (const kind of o.burst) {
       for (const ids of o.ids) {
-        log(`\n— burst ${kind}, ${workers ?? 'remote'} workers, ${ids} ids`);
-        const r = await withTarget(workers ?? 0, (t) =>
-          runBurst(
-            {
-              kind,
-              sessions: o.sessions,
-              agents: o.agents,
-              burstAgents: o.burstAgents,
-              repeat: o.burstRepeat,
-              hz: o.hz,
-              warmup: o.warmup,
-              seconds: o.seconds,
-              tree: o.tree,
-              seed: o.seed,
-              ids,
-              ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
-              progress: log,
-            },
-            t,
-          ).catch((err: unknown) => (err instanceof Error ? err.message : String(err))),
-        );
+        log(`\n— burst ${kind}, ${workers ?? 'remote'} workers, ${ids} ids${workers === null && kind === 'start' ? ' (no rehearsal against a given service: the generator starts cold)' : ''}`);
+        const burstSpec: BurstSpec = {
+          kind,
+          sessions: o.sessions,
+          agents: o.agents,
+          burstAgents: o.burstAgents,
+          repeat: o.burstRepeat,
+          hz: o.hz,
+          warmup: o.warmup,
+          seconds: o.seconds,
+          tree: o.tree,
+          seed: o.seed,
+          ids,
+          ...(o.apiKey !== undefined ? { apiKey: o.apiKey } : {}),
+          progress: log,
+        };
+        // Only the cold start: a spawn burst comes after seconds of steady ticking, which warm the generator as well.
+        const rehearse = o.rehearse && workers !== null && kind === 'start';
+        if (rehearse) {
+          // The generator's own code (world, rows, encoding the spawns, reading the decisions) is as cold as a new
+          // service's the first time it runs: a rehearsal against a throwaway service first, so that the burst
+          // measures the service's cold start and not the generator's compiler.
+          const from = performance.now();
+          const rehearsed = await withTarget(workers, (t) => runBurst({ ...burstSpec, warmup: 1, seconds: 1, progress: () => undefined }, t), false, false).catch((err: unknown) =>
+            err instanceof Error ? err.message : String(err),
+          );
+          log(`  rehearsed against a throwaway service in ${((performance.now() - from) / 1000).toFixed(1)} s${typeof rehearsed === 'string' ? ` (it failed: ${rehearsed})` : ''}`);
+        }
+        const r = await withTarget(workers ?? 0, (t) => runBurst(burstSpec, t).catch((err: unknown) => (err instanceof Error ? err.message : String(err))));
         if (typeof r === 'string') {
           failedBursts.push(`burst ${kind}, ids ${ids}: ${r}`);
           console.log(`burst ${kind}, ids ${ids}: failed: ${r}`);
           continue;
         }
-        bursts.push({ ...r, workers });
+        bursts.push({ ...r, workers, rehearsed: rehearse });
         for (const line of burstLines(r)) console.log(line);
       }
     }

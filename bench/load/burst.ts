@@ -50,6 +50,12 @@ export interface BurstResult {
   readonly kind: BurstKind;
   /** Worker threads of the service (null: a service given by URL); set by the caller. */
   readonly workers?: number | null;
+  /**
+   * `start`: whether the generator rehearsed the run first against a throwaway service (`--no-rehearse`, `--url`:
+   * not), so that its own code was compiled: a cold generator is late with its first snapshots and competes for the
+   * cores with the service it measures. Set by the caller (false for `spawn`: its steady stretch warms the generator).
+   */
+  readonly rehearsed?: boolean;
   readonly ids: IdStyle;
   readonly sessions: number;
   readonly agents: number;

@@ -51,6 +51,8 @@ export interface LoadOptions {
   readonly burst: readonly BurstKind[] | null;
   readonly burstAgents: number;
   readonly burstRepeat: number;
+  /** `--burst start`: a rehearsal against a throwaway service first, so that the generator's own code is warm. */
+  readonly rehearse: boolean;
   /** Level of detail: the tick intervals agents get at spawn (null: every agent ticks every tick). */
   readonly lod: LodMix | null;
   /** With `lod`: which rows games send (`--lod-rows`); undefined: `due` in lockstep runs, `all` in fixed runs. */
@@ -101,6 +103,9 @@ Simulates game servers driving Canopy and reports what the service sustained.
                            run: --seconds 10, and for spawn --sessions 7 --agents 17500, for start
                            --sessions 8 --agents 20000
     --burst-agents N --burst-repeat N                                   (default 10000, 3)
+    --no-rehearse          start: skip the rehearsal (before each start run the generator plays it once,
+                           shortened, against a throwaway service, so that its own code is compiled and the
+                           run measures the service's cold start, not the generator's; none with --url)
   --lod off|on|MIX         AI level of detail: agents spawn with tick intervals (\`every\`); on = 1:10,4:30,20:60
                            (10 % every tick, 30 % every 4th, 60 % every 20th); MIX: EVERY:PERCENT,... (default off)
     --lod-rows due|all     due: a game sends an agent's row only on the ticks the service ticks it (its phase),
@@ -149,6 +154,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         burst: { type: 'string' },
         'burst-agents': { type: 'string', default: '10000' },
         'burst-repeat': { type: 'string', default: '3' },
+        'no-rehearse': { type: 'boolean', default: false },
         lod: { type: 'string', default: 'off' },
         'lod-rows': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
@@ -229,6 +235,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     burst,
     burstAgents: integer('--burst-agents', v['burst-agents'], 1, MAX_AGENTS),
     burstRepeat: integer('--burst-repeat', v['burst-repeat'], 1, 100),
+    rehearse: burst !== null && url === undefined && !v['no-rehearse'],
     lod,
     lodRows,
   };

@@ -23,6 +23,8 @@ describe('--ids and --burst', () => {
     expect(parseOptions(['--burst', 'both', '--sessions', '3', '--agents', '300']).burst).toEqual(['spawn', 'start']);
     expect(() => parseOptions(['--burst', 'spawn', '--mode', 'fixed'])).toThrow(/--burst/);
     expect(() => parseOptions(['--burst', 'later'])).toThrow(/--burst/);
+    // Rehearsed first, unless told not to or the service is given (no throwaway service to rehearse against).
+    expect([spawn.rehearse, parseOptions(['--burst', 'start', '--no-rehearse']).rehearse, parseOptions(['--burst', 'start', '--url', 'ws://127.0.0.1:1']).rehearse, parseOptions([]).rehearse]).toEqual([true, false, false, false]);
     // Without --burst, the steady defaults stay.
     expect([parseOptions([]).sessions, parseOptions([]).agents, parseOptions([]).seconds]).toEqual([4, 20_000, 60]);
   });
