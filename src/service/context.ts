@@ -43,6 +43,10 @@ export interface Tuning {
   readonly sessionAffinity: number;
   /** Lockstep snapshots of fewer rows are read on the main thread, not staged on the workers (PoolOptions.minStagedRows). */
   readonly minStagedRows: number;
+  /** Added to the nice value of V8's helper threads after a spawn of 1,000 agents or more (helpers.ts); 0: never. */
+  readonly spawnHelperNice: number;
+  /** How long after the last such spawn they keep it, ms. */
+  readonly spawnHelperHoldMs: number;
 }
 
 export const DEFAULT_TUNING: Tuning = {
@@ -61,6 +65,8 @@ export const DEFAULT_TUNING: Tuning = {
   warmupSession: true,
   sessionAffinity: DEFAULT_SESSION_AFFINITY,
   minStagedRows: MIN_STAGED_ROWS,
+  spawnHelperNice: 10,
+  spawnHelperHoldMs: 2000,
 };
 
 /** What createServer takes: the configuration, plus optional tuning. */

@@ -18,6 +18,7 @@ import { warmUp, warmUpSession, warmupFields, LATER_TICKS, WARMUP_TICKS, type Wa
 import { Recordings, recordingRoutes } from './recording/recordings.js';
 import { SessionRegistry, WARMUP_REASON } from './sessions/registry.js';
 import { sessionRoutes } from './http/sessions.js';
+import { SpawnPriority } from './helpers.js';
 import { StartupError, loadLibrary, treeRoutes } from './http/trees.js';
 import { ValidationWorker } from './validation/runner.js';
 import { CLOSE_TIMEOUT_MS, GoodbyeReason, WARMUP_HEADER, wsRoutes } from './ws.js';
@@ -117,6 +118,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
           ttlMs: config.resumeGraceMs + 2 * config.redisLeaseMs,
         });
   const recordings = new Recordings({ config, library, metrics, logger, blockBytes: tuning.recordBlockBytes });
+  const spawnPriority = new SpawnPriority(tuning.spawnHelperNice, tuning.spawnHelperHoldMs);
   sessions = new SessionRegistry(
     {
       pool,
@@ -128,6 +130,10 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
         if (ctx.warmupKey !== null) return;
         recordings.sessionCreated(s);
         durability?.attach(s);
+      },
+      // Not the start-up warm-up's: its compilations are what it is for.
+      spawning: (agents) => {
+        if (ctx.warmupKey === null) spawnPriority.spawning(agents);
       },
     },
     config.resumeGraceMs,
@@ -233,6 +239,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     await validation.close();
     await pool.close();
     await durability?.close();
+    spawnPriority.restore();
     ctx.phase = 'closed';
     logger.info({ sessionsDrained: drained, connections: open.length }, 'canopy stopped');
   };
@@ -279,7 +286,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
         else logger.debug({ ms: Math.round(session.ms), agents: session.agents, ticks: session.ticks, actions: session.actions, results: session.results, stopped: session.stopped }, 'start-up warm-up of the session layer done');
       }
       if (ctx.phase === 'starting') ctx.phase = 'ready';
-      logger.info({ host: config.host, port, trees: treeNames.length, workers: pool.workerCount }, 'canopy listening');
+      logger.info({ host: config.host, port, trees: treeNames.length, workers: pool.workerCount, helperThreads: spawnPriority.threads }, 'canopy listening');
       return { port, host: config.host };
     },
     close() {

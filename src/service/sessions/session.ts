@@ -108,6 +108,8 @@ export interface SessionHost {
   readonly maxAgents: number;
   /** Called for every new session (the recordings start `CANOPY_RECORD=all` recording here). */
   readonly sessionCreated?: (session: Session) => void;
+  /** Called before `agents` are spawned (V8's helper threads yield to the ticks after a large spawn: helpers.ts). */
+  readonly spawning?: (agents: number) => void;
 }
 
 export interface SessionOptions {
@@ -335,6 +337,7 @@ export class Session {
       this.recorder?.spawn(entries);
       this.durable?.spawn(entries);
     });
+    this.host.spawning?.(entries.length);
     const out = this.host.pool.spawn(this.id, entries);
     return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
   }
