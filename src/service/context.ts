@@ -43,7 +43,7 @@ export interface Tuning {
   readonly sessionAffinity: number;
   /** Lockstep snapshots of fewer rows are read on the main thread, not staged on the workers (PoolOptions.minStagedRows). */
   readonly minStagedRows: number;
-  /** Added to the nice value of V8's helper threads after a spawn of 1,000 agents or more (helpers.ts); 0: never. */
+  /** Added to the nice value of V8's helper threads after a spawn of 1,000 agents or more (spawn-priority.ts); 0: never. */
   readonly spawnHelperNice: number;
   /** How long after the last such spawn they keep it, ms. */
   readonly spawnHelperHoldMs: number;

@@ -18,7 +18,7 @@ import { warmUp, warmUpSession, warmupFields, LATER_TICKS, WARMUP_TICKS, type Wa
 import { Recordings, recordingRoutes } from './recording/recordings.js';
 import { SessionRegistry, WARMUP_REASON } from './sessions/registry.js';
 import { sessionRoutes } from './http/sessions.js';
-import { SpawnPriority } from './helpers.js';
+import { SpawnPriority } from './spawn-priority.js';
 import { StartupError, loadLibrary, treeRoutes } from './http/trees.js';
 import { ValidationWorker } from './validation/runner.js';
 import { CLOSE_TIMEOUT_MS, GoodbyeReason, WARMUP_HEADER, wsRoutes } from './ws.js';

@@ -69,7 +69,7 @@ export interface Running {
 export async function start(overrides: Partial<ServerConfig>): Promise<Running> {
   // No folder watch unless a suite asks for it (CANOPY_WATCH defaults to true outside production).
   // No start-up warm-up (it only saves time for real game servers) unless a suite asks for it; nor V8's helper threads
-  // lowered after large spawns (helpers.ts: process-wide, and the suites share processes).
+  // lowered after large spawns (spawn-priority.ts: process-wide, and the suites share processes).
   const config: ServerConfig = { ...defaultConfig(), host: '127.0.0.1', port: 0, workers: 0, logLevel: 'silent', watch: false, ...overrides, tuning: { warmupAgents: 0, spawnHelperNice: 0, ...overrides.tuning } };
   // CANOPY_TEST_LOG=debug shows the server's logs through the test runner's console.
   const level = process.env.CANOPY_TEST_LOG ?? config.logLevel;

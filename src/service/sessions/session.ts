@@ -108,7 +108,7 @@ export interface SessionHost {
   readonly maxAgents: number;
   /** Called for every new session (the recordings start `CANOPY_RECORD=all` recording here). */
   readonly sessionCreated?: (session: Session) => void;
-  /** Called before `agents` are spawned (V8's helper threads yield to the ticks after a large spawn: helpers.ts). */
+  /** Called before `agents` are spawned (V8's helper threads yield to the ticks after a large spawn: spawn-priority.ts). */
   readonly spawning?: (agents: number) => void;
 }
 

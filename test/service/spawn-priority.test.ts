@@ -1,9 +1,9 @@
-// V8's helper threads yield to the ticks for a while after a large spawn (src/service/helpers.ts): lowered on a spawn
+// V8's helper threads yield to the ticks for a while after a large spawn (src/service/spawn-priority.ts): lowered on a spawn
 // of 1,000 agents or more, given their priority back `holdMs` after the last one, and never touched otherwise. The
 // threads are found by name, which Node 24 and later give them: on Node 20 these tests are skipped.
 
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { SPAWN_AGENTS, SpawnPriority, helperThreads, threadNice } from '../../src/service/helpers.js';
+import { SPAWN_AGENTS, SpawnPriority, helperThreads, threadNice } from '../../src/service/spawn-priority.js';
 import { RawClient, start, writeFixture } from './harness.js';
 
 const niceOf = (): Array<number | undefined> => helperThreads().map(threadNice);

@@ -3,12 +3,13 @@
 // The helper threads (Node 24 and later name them `node-V8Worker`; four by default) compile optimized code and run
 // the collectors' concurrent and parallel parts, beside the main thread and the workers and at their priority. Right
 // after game servers spawn thousands of agents the compilers get busy (new agents, the games' own objects, code paths
-// the warm-up could not reach): in a cold start of 8 × 2,500 agents on two cores they took 160 ms of the first 225 ms's
-// CPU, while each game server's first ticks waited for the cores (docs/capacity.md, *Round nineteen*). So after a
+// the warm-up could not reach): in a cold start of 8 × 2,500 agents on two cores they took 160 ms of CPU in the first
+// 225 ms, while each game server's first ticks waited for the cores (docs/capacity.md, *Round nineteen*). So after a
 // spawn of SPAWN_AGENTS or more they run at a higher nice value for `holdMs`, then go back to the priority they had;
 // without spawns they are never touched. Linux only, where those threads can be found by name and a thread's
 // priority set on its own; and only where the process may give the priority back (CAP_SYS_NICE or RLIMIT_NICE):
-// otherwise the threads are left as they are.
+// otherwise the threads are left as they are. The threads are the process's: two services in one process (tests)
+// share them, and one's restore ends the other's hold early.
 
 import { readFileSync, readdirSync } from 'node:fs';
 import { setPriority } from 'node:os';
