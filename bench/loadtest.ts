@@ -59,7 +59,11 @@ const recorded = new Map<RunResult, { bytes: number; files: number; ticks: numbe
 let lastRecording: { bytes: number; files: number; ticks: number } | null = null;
 
 /** Acquires a fresh target for one run (a new child service, or the given URL), runs, and releases it. */
-async function withTarget<T>(workers: number, use: (target: Target) => Promise<T>, record = o.record === 'on', profile = true): Promise<T> {
+async function withTarget<T>(
+  workers: number,
+  use: (target: Target) => Promise<T>,
+  { record = o.record === 'on', profile = true }: { record?: boolean; profile?: boolean } = {},
+): Promise<T> {
   const recordDir = record ? mkdtempSync(join(tmpdir(), 'canopy-loadtest-rec-')) : null;
   const target =
     o.url !== undefined
@@ -151,7 +155,7 @@ if (o.burst !== null) {
           // service's the first time it runs: a rehearsal against a throwaway service first, so that the burst
           // measures the service's cold start and not the generator's compiler.
           const from = performance.now();
-          const rehearsed = await withTarget(workers, (t) => runBurst({ ...burstSpec, warmup: 1, seconds: 1, progress: () => undefined }, t), false, false).catch((err: unknown) =>
+          const rehearsed = await withTarget(workers, (t) => runBurst({ ...burstSpec, warmup: 1, seconds: 1, progress: () => undefined }, t), { record: false, profile: false }).catch((err: unknown) =>
             err instanceof Error ? err.message : String(err),
           );
           log(`  rehearsed against a throwaway service in ${((performance.now() - from) / 1000).toFixed(1)} s${typeof rehearsed === 'string' ? ` (it failed: ${rehearsed})` : ''}`);
@@ -192,7 +196,7 @@ for (const workers of workerCounts) {
           for (const ids of o.ids) {
             log(`\n— ${mode}, ${workers ?? 'remote'} workers, ${o.agents} agents${o.lod !== null ? `, level of detail ${formatLodMix(o.lod)}, rows ${lodRowsOf({ mode, ...(o.lodRows !== undefined ? { lodRows: o.lodRows } : {}) })}` : ''}${record ? ', every session recorded' : ''}${watch > 0 ? `, ${watch} watched by inspector pages` : ''}${ids !== 'dense' ? `, ${ids} ids` : ''}`);
             lastRecording = null;
-            const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false, watch, ids), t, progress), record);
+            const r = await withTarget(workers ?? 0, (t) => runLoad(spec(mode, o.agents, o.seconds, false, watch, ids), t, progress), { record });
             results.push(r);
             if (record && lastRecording !== null) recorded.set(r, lastRecording);
           }
