@@ -1,19 +1,12 @@
-// A snapshot's action results as the fast path reads them (rows.ts readResults), and the string ids of a session
-// that a frame's bytes can name without a string built: both are plain data, apart from the frame reader.
+// A snapshot's action results as the fast path reads them (rows.ts), and the string ids of a session that a frame's
+// bytes can name without a string built: both are plain data, apart from the frame reader.
 
 import type { ActionResult, AgentId } from './messages.js';
 import { LIMITS } from './limits.js';
 import type { KnownRowIds } from './known-rows.js';
 
-/**
- * A snapshot's `results` as the fast path reads them: straight from the frame into columns, every entry one that
- * validation keeps (an `[id, seq, status]` with a valid id, a positive safe-integer seq and "success" or
- * "failure"). Entry i is `[ids[i], seqs[i], ok[i] === 1 ? 'success' : 'failure']`. Three objects per frame
- * where the decoder made an array and a string per entry (a third of the main thread's allocation at 50,000
- * agents). Only the fast path makes one (a decoded JSON body never holds it), so validation trusts it.
- */
-export class ResultColumns {
-  readonly count: number;
+/** The columns of a ResultColumns: entry i is `[ids[i], seqs[i], ok[i] === 1 ? 'success' : 'failure']`. */
+export interface ResultData {
   readonly ids: readonly AgentId[];
   readonly seqs: Float64Array;
   /** 1 for "success", 0 for "failure". */
@@ -24,14 +17,67 @@ export class ResultColumns {
    */
   readonly filed: Int32Array | null;
   readonly version: number;
+}
 
-  constructor(ids: readonly AgentId[], seqs: Float64Array, ok: Uint8Array, filed: Int32Array | null = null, version = -1) {
-    this.count = ids.length;
-    this.ids = ids;
-    this.seqs = seqs;
-    this.ok = ok;
-    this.filed = filed;
-    this.version = version;
+/**
+ * A snapshot's `results` as the fast path reads them: every entry one that validation keeps (an `[id, seq, status]`
+ * with a valid id, a positive safe-integer seq and "success" or "failure"). Three objects per frame where the
+ * decoder made an array and a string per entry (a third of the main thread's allocation at 50,000 agents). Only the
+ * fast path makes one (a decoded JSON body never holds it), so validation trusts it.
+ *
+ * The fast path checks a frame's entries and leaves them in its bytes (`frame`, the list's header at `start`): the
+ * agent pool's worker that ticks the session reads them there (docs/capacity.md, *Round twenty*), and anyone else
+ * who asks for the columns gets them read on first use.
+ */
+export class ResultColumns implements ResultData {
+  readonly count: number;
+  /** The frame whose bytes hold the entries, checked but unread, or null: read already. */
+  readonly frame: Uint8Array | null;
+  /** Where the entries' list starts in `frame` (its header). */
+  readonly start: number;
+  private data: ResultData | null;
+  private readonly read: (() => ResultData) | null;
+
+  private constructor(count: number, frame: Uint8Array | null, start: number, data: ResultData | null, read: (() => ResultData) | null) {
+    this.count = count;
+    this.frame = frame;
+    this.start = start;
+    this.data = data;
+    this.read = read;
+  }
+
+  /** Columns read already. */
+  static of(data: ResultData): ResultColumns {
+    return new ResultColumns(data.ids.length, null, 0, data, null);
+  }
+
+  /** `count` checked entries still in `frame` from byte `start`; `read` reads them (once, when first asked). */
+  static unread(count: number, frame: Uint8Array, start: number, read: () => ResultData): ResultColumns {
+    return new ResultColumns(count, frame, start, null, read);
+  }
+
+  private columns(): ResultData {
+    return (this.data ??= this.read!());
+  }
+
+  get ids(): readonly AgentId[] {
+    return this.columns().ids;
+  }
+
+  get seqs(): Float64Array {
+    return this.columns().seqs;
+  }
+
+  get ok(): Uint8Array {
+    return this.columns().ok;
+  }
+
+  get filed(): Int32Array | null {
+    return this.columns().filed;
+  }
+
+  get version(): number {
+    return this.columns().version;
   }
 }
 

@@ -140,7 +140,7 @@ export interface FastSnapshot {
 /** Longest string (id or value) the fast path reads itself; longer ones go the ordinary way. */
 const MAX_FAST_STRING = 255;
 
-// The reader's state: the frame, a DataView over it, the position, the session's known ids. One frame at a time, synchronously.
+// The reader's state: the frame, a DataView over it, the position, the session's known ids. Synchronous; reading() nests.
 let frameIds: KnownIds | null = null;
 let src: Uint8Array = new Uint8Array(0);
 let view = new DataView(src.buffer);
@@ -157,13 +157,17 @@ export function readSnapshotRows(bytes: Uint8Array, width: number, inFrame = fal
   return reading(bytes, () => readFrame(width, inFrame), ids);
 }
 
-const EMPTY = new Uint8Array(0);
-const EMPTY_VIEW = new DataView(EMPTY.buffer);
 /** What smallField returns for a field that is not one. */
 const REFUSED = Symbol('refused');
 
 /** Runs `read` over `bytes` as the reader's frame; undefined if it throws (a small field the ordinary decoder refused: it will say why). */
 function reading<T>(bytes: Uint8Array, read: () => T | undefined, ids: KnownIds | null = null): T | undefined {
+  // Saved and put back: results left in a frame (readResultsAt) may be read while another frame is.
+  const outerIds = frameIds;
+  const outerSrc = src;
+  const outerView = view;
+  const outerPos = pos;
+  const outerEnd = end;
   frameIds = ids;
   src = bytes;
   view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -174,9 +178,11 @@ function reading<T>(bytes: Uint8Array, read: () => T | undefined, ids: KnownIds 
   } catch {
     return undefined;
   } finally {
-    frameIds = null;
-    src = EMPTY;
-    view = EMPTY_VIEW;
+    frameIds = outerIds;
+    src = outerSrc;
+    view = outerView;
+    pos = outerPos;
+    end = outerEnd;
   }
 }
 
@@ -205,10 +211,13 @@ function smallField(): unknown {
   return decode(field);
 }
 
-/** The `results` field: in columns when every entry is as validation keeps it, else as smallField decodes it. */
-function resultsField(): unknown {
+/**
+ * The `results` field: in columns when every entry is as validation keeps it, else as smallField decodes it. `leave`:
+ * the entries are checked, not read (ResultColumns.unread): they are read where they are used.
+ */
+function resultsField(leave = false): unknown {
   const start = pos;
-  const columns = readResults();
+  const columns = readResults(!leave);
   if (columns !== undefined) return columns;
   pos = start;
   return smallField();
@@ -217,17 +226,19 @@ function resultsField(): unknown {
 /**
  * A results list whose every entry is a fixarray [id, seq, "success" | "failure"] that validation keeps; undefined for
  * anything else. A string id the session knows (KnownIds) is found from its bytes with the number it is filed with.
+ * `keep` false: the entries are checked exactly so, but left in the frame, to be read by readResultsAt when asked.
  */
-function readResults(): ResultColumns | undefined {
+function readResults(keep: boolean): ResultColumns | undefined {
+  const start = pos;
   const count = listHeader();
   // An entry takes at least 11 bytes (header, id, seq, a 7-letter fixstr); the ordinary path reports lists above the limit.
   if (count < 0 || count > LIMITS.maxListLength || count * 11 > end - pos) return undefined;
   const ids: AgentId[] = [];
-  const seqs = new Float64Array(count);
-  const ok = new Uint8Array(count);
+  const seqs = keep ? new Float64Array(count) : null;
+  const ok = keep ? new Uint8Array(count) : null;
   // A session of integer ids has none in its index: nothing to look up, nothing to file.
   const index = frameIds === null || frameIds.ids.size === 0 ? null : frameIds.ids;
-  const filed = index === null ? null : new Int32Array(count);
+  const filed = index === null || !keep ? null : new Int32Array(count);
   for (let i = 0; i < count; i++) {
     if (pos >= end || src[pos] !== 0x93) return undefined;
     pos++;
@@ -249,12 +260,33 @@ function readResults(): ResultColumns | undefined {
     if (!(Number.isSafeInteger(seq) && seq >= 1)) return undefined;
     const status = readStatus();
     if (status < 0) return undefined;
+    if (seqs === null || ok === null) continue;
     ids.push(id);
     seqs[i] = seq;
     ok[i] = status;
     if (filed !== null) filed[i] = value;
   }
-  return new ResultColumns(ids, seqs, ok, filed, filed === null ? -1 : frameIds!.version);
+  if (seqs === null || ok === null) {
+    const bytes = src;
+    const known = frameIds;
+    return ResultColumns.unread(count, bytes, start, () => readResultsAt(bytes, start, known)!);
+  }
+  return ResultColumns.of({ ids, seqs, ok, filed, version: filed === null ? -1 : frameIds!.version });
+}
+
+/**
+ * The results list whose header is at byte `start` of `bytes`, as readResults reads it (`known`: the session's ids, if
+ * the caller has them); undefined if it is not one. For entries a frame reader checked and left there (`keep` false).
+ */
+export function readResultsAt(bytes: Uint8Array, start: number, known: KnownIds | null = null): ResultColumns | undefined {
+  return reading(
+    bytes,
+    () => {
+      pos = start;
+      return readResults(true);
+    },
+    known,
+  );
 }
 
 /** The IdIndex slot of the known id a fixstr or str8 at `pos` spells, `pos` past it; else -1, `pos` unmoved. */
@@ -300,7 +332,7 @@ function readFrame(width: number, inFrame: boolean): FastSnapshot | undefined {
     }
     const value = key === 'results' ? resultsField() : smallField();
     if (value === REFUSED) return undefined;
-    fields[key] = value;
+    setField(fields, key, value);
   }
   if (pos !== end || rows === undefined || fields['t'] !== 'snapshot') return undefined;
   return { fields, rows };
@@ -604,11 +636,43 @@ function readHead(width: number): UnreadSnapshot | undefined {
       if (fields['t'] !== 'snapshot') return undefined;
       return { fields, start: pos, count };
     }
-    const value = key === 'results' ? resultsField() : headField();
+    const value = key === 'results' ? resultsField(true) : headField();
     if (value === REFUSED || (key === 't' && value !== 'snapshot')) return undefined;
-    fields[key] = value;
+    setField(fields, key, value);
   }
   return undefined;
+}
+
+/**
+ * `fields[key] = value`, a snapshot's own keys stored by name: one keyed store for every key went megamorphic, 2 % of
+ * the main thread at 50,000 agents (docs/capacity.md, *Round twenty*). Any other key is stored as before.
+ */
+function setField(fields: Record<string, unknown>, key: string, value: unknown): void {
+  switch (key) {
+    case 't':
+      fields['t'] = value;
+      return;
+    case 'tick':
+      fields['tick'] = value;
+      return;
+    case 'time':
+      fields['time'] = value;
+      return;
+    case 'id':
+      fields['id'] = value;
+      return;
+    case 'results':
+      fields['results'] = value;
+      return;
+    case 'world':
+      fields['world'] = value;
+      return;
+    case 'full':
+      fields['full'] = value;
+      return;
+    default:
+      fields[key] = value;
+  }
 }
 
 /**

@@ -24,6 +24,18 @@ function bothPaths(bytes: Uint8Array, fieldCount: number, mode: 'fixed' | 'locks
   let fast = parseClientFrame(bytes, MAX, { fieldCount, mode, packRows: true });
   const results = fast.ok ? (fast.msg as { results?: unknown }).results : undefined;
   const resultsPacked = results instanceof ResultColumns;
+  // The head reader (rows left unread) takes the same lists and leaves them in the frame, read when asked.
+  const head = mode === 'lockstep' && fast.ok ? parseSnapshotHead(bytes, MAX, { fieldCount, mode, packRows: true }) : undefined;
+  if (head !== undefined) {
+    const unread = head.parsed.msg.results;
+    if (unread instanceof ResultColumns) {
+      expect(unread.frame).toBe(bytes);
+      expect(resultTuples(unread)).toEqual(results instanceof ResultColumns ? resultTuples(results) : results);
+    } else {
+      expect(resultsPacked).toBe(false);
+      expect(unread).toEqual(results);
+    }
+  }
   if (fast.ok && results instanceof ResultColumns) fast = { ...fast, msg: { ...fast.msg, results: resultTuples(results) } } as unknown as ParseResult;
   const agents = fast.ok ? (fast.msg as { agents?: unknown }).agents : undefined;
   if (fast.ok && isPackedRows(agents)) {

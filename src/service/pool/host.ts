@@ -9,7 +9,7 @@ import { Agent, type AgentFrame, type AgentId, type CompiledTree, type DecisionS
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
 import { AgentPacking, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
-import { FrameCursor, checkFrameRows, type KnownRowIds } from '../../protocol/index.js';
+import { FrameCursor, checkFrameRows, readResultsAt, type KnownRowIds } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
 import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { ColumnSink } from './decisions.js';
@@ -138,7 +138,7 @@ class HostSession {
   }
 
   /** The slot of agent `id` here, or -1: an integer id within `dense` is there (and never in `named`), any other in `named`. */
-  private slotOf(id: AgentId): number {
+  slotOf(id: AgentId): number {
     const dense = typeof id === 'number' ? this.dense[id] : undefined;
     return dense !== undefined ? dense : (this.named.get(id) ?? -1);
   }
@@ -493,6 +493,7 @@ export class AgentHost {
       out.reset();
     }
     let unknown = 0;
+    let unknownResults: AgentId[] | null = null;
     if (s !== undefined) {
       const agents = s.agents;
       const stage = order.stage ?? null;
@@ -533,6 +534,7 @@ export class AgentHost {
           if (a !== null && a !== undefined) a.deliverResult(data[i * 3 + 1]!, data[i * 3 + 2] === 1);
         }
       }
+      if (stage !== null && !refused && stage.frameResults >= 0) unknownResults = deliverFrameResults(s, stage.frame, stage.frameResults);
       if (order.world !== null) s.world = worldOf(order.world);
       if (refused) {
         return { t: 'ticked', req: order.req, ms: performance.now() - started, decisions: out.shared(order.columns), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
@@ -564,6 +566,7 @@ export class AgentHost {
       results: order.results,
       frames: s === undefined || s.watched.size === 0 ? null : newestFrames(s, order.tick),
       unknown,
+      unknownResults,
     };
   }
 
@@ -829,6 +832,26 @@ function applyStagedRows(s: HostSession, frame: Uint8Array, count: number): numb
     if (agent.self !== obs) agent.self = obs;
   }
   cursor.frame(EMPTY_FRAME);
+  return unknown;
+}
+
+/**
+ * Delivers the results a stage's frame holds (TickStage `frameResults`, checked by the router's reader, read here:
+ * the main thread no longer reads, routes and copies each one). The ids of those that name no agent here, or null.
+ */
+function deliverFrameResults(s: HostSession, frame: Uint8Array, start: number): AgentId[] | null {
+  const results = readResultsAt(frame, start);
+  if (results === undefined) throw new Error('results in a stage that do not read (a bug)');
+  const { ids, seqs, ok } = results;
+  const agents = s.agents;
+  let unknown: AgentId[] | null = null;
+  for (let i = 0; i < results.count; i++) {
+    const id = ids[i]!;
+    const slot = s.slotOf(id);
+    const a = slot < 0 ? undefined : agents[slot];
+    if (a === null || a === undefined) (unknown ??= []).push(id);
+    else a.deliverResult(seqs[i]!, ok[i] === 1);
+  }
   return unknown;
 }
 

@@ -784,14 +784,19 @@ export abstract class PoolRouter implements AgentPool {
       }
     }
     const resultsFrom = s.shards[host]!.resultCount;
-    const errors = frame.results === undefined ? [] : this.results(session, frame.results);
-    const stage: TickStage = { frame: this.shareFrame(frame.bytes), start: frame.start, count: frame.count, width: frame.width, resultsFrom, world };
+    // Results the reader checked and left in the frame (at the same offsets in the shared copy) are the host's to
+    // read: neither read, nor routed, nor copied here. Any others are routed here, as ever.
+    const results = frame.results;
+    const inFrame = results instanceof ResultColumns && results.frame === frame.bytes ? results.start : -1;
+    const errors = results === undefined || inFrame >= 0 ? [] : this.results(session, results);
+    const stage: TickStage = { frame: this.shareFrame(frame.bytes), start: frame.start, count: frame.count, width: frame.width, resultsFrom, frameResults: inFrame, world };
     return this.tickWith(s, tick, time, dt, basedOn, host, stage).then((ticked) => {
       if (ticked === null) return null;
       if (frame.world !== undefined) {
         s.world = frame.world;
         s.shards[host]!.worldSent = ++s.worldVersion;
       }
+      if (ticked.unknownResults !== null) for (const id of ticked.unknownResults) errors.push(unknownAgent(id));
       return { decisions: ticked.decisions, errors, unknown: ticked.unknown };
     });
   }
@@ -801,7 +806,15 @@ export abstract class PoolRouter implements AgentPool {
    * the session). Resolves with the decisions and how many of the stage's rows named no agent, or with null when
    * that host refused the stage: nothing of its frame applied, nothing ticked.
    */
-  private async tickWith(s: RouterSession, tick: number, time: number, dt: number, basedOn: number, stageHost: number, stage: TickStage | null): Promise<{ decisions: Decisions; unknown: number } | null> {
+  private async tickWith(
+    s: RouterSession,
+    tick: number,
+    time: number,
+    dt: number,
+    basedOn: number,
+    stageHost: number,
+    stage: TickStage | null,
+  ): Promise<{ decisions: Decisions; unknown: number; unknownResults: AgentId[] | null } | null> {
     const session = s.name;
     if (s.ticking) throw new PoolUsageError('E_INTERNAL', `session '${session}': tick ${tick} started before the previous tick ended`);
     s.ticking = true;
@@ -834,6 +847,7 @@ export abstract class PoolRouter implements AgentPool {
       }
       const settled = await Promise.allSettled(pending);
       let unknown = 0;
+      let unknownResults: AgentId[] | null = null;
       const staged = stage === null ? undefined : settled[hosts.indexOf(stageHost)];
       if (staged !== undefined && staged.status === 'fulfilled') {
         const reply = staged.value as TickReply;
@@ -843,6 +857,7 @@ export abstract class PoolRouter implements AgentPool {
           return null;
         }
         unknown = reply.unknown ?? 0;
+        unknownResults = reply.unknownResults ?? null;
       }
       const parts: DecisionLists[] = s.carried;
       s.carried = [];
@@ -877,7 +892,7 @@ export abstract class PoolRouter implements AgentPool {
       if (frames !== null) this.deliverFrames(session, frames);
       const lost = s.lost;
       s.lost = [];
-      return { decisions: mergeDecisions(tick, basedOn, parts, lost), unknown };
+      return { decisions: mergeDecisions(tick, basedOn, parts, lost), unknown, unknownResults };
     } finally {
       s.ticking = false;
     }

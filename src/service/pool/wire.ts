@@ -84,9 +84,9 @@ export interface TickOrder {
  * *Round sixteen*): the `count` rows of `width` values from byte `start` of the shared `frame` are checked as the
  * protocol's fast path checks them (StageOrder), and if they pass, this host's agents' rows apply after the order's
  * other rows, then results, world and tick as ever. If they fail, the frame is not applied: neither its rows, nor its
- * results (those of `results` from `resultsFrom` on), nor its `world`, and nothing is ticked; the input that was
- * waiting before the frame (every other field, `results` before `resultsFrom`) applies all the same, and the reply
- * says `refused`: the router reads the frame itself and ticks again.
+ * results (those of `results` from `resultsFrom` on, and those still in the frame), nor its `world`, and nothing is
+ * ticked; the input that was waiting before the frame (every other field, `results` before `resultsFrom`) applies all
+ * the same, and the reply says `refused`: the router reads the frame itself and ticks again.
  */
 export interface TickStage {
   frame: Uint8Array;
@@ -94,6 +94,11 @@ export interface TickStage {
   count: number;
   width: number;
   resultsFrom: number;
+  /**
+   * Where the frame's own results list starts (its header), checked by the router's reader and left there (rows.ts
+   * readResults): the host reads them after the order's `results`. -1: none in the frame (or already among `results`).
+   */
+  frameResults: number;
   /** The frame's world; null: it has none. Applied after the order's own `world`. */
   world: WorldUpdate | null;
 }
@@ -252,6 +257,8 @@ export interface TickReply {
   refused?: boolean;
   /** An order with a `stage`: its rows that name no agent of the session. */
   unknown?: number;
+  /** An order with a `stage` whose frame held results (`frameResults`): the ids of those that named no agent here. */
+  unknownResults?: AgentId[] | null;
 }
 
 /** Host → router. */
