@@ -1,7 +1,9 @@
 // The service's per-tick path without sockets, measured in CPU time by thread: S sessions × N agents of
 // `guard.json`, each tick a snapshot frame as the load generator encodes it (hp, enemyVisible, enemyDist,
-// enemyPos [x, y]; values change every tick), read by the protocol (parseClientFrame, the service's options),
-// handed to the pool (observe, results), ticked on the workers, merged and encoded (encodeDecisions). What it
+// enemyPos [x, y]; values change every tick; the answered actions' results in it), its head read by the protocol
+// (parseSnapshotHead, the service's options), applied and ticked in one message to the worker holding the session
+// (tickFrame, as a lockstep session does), merged and encoded (encodeDecisions). `--no-frame`: the path before round
+// sixteen (rows staged on the workers, then observe, results and tick; `--no-unread`: rows read here). What it
 // leaves out: WebSocket framing and unmasking, the session layer's bookkeeping, the socket writes. The game server's
 // part (reading each decisions frame for its actions to answer) runs on the main thread too: it is timed (the
 // thread's CPU time on Node ≥ 23.9) and taken out of the main thread's figure.
@@ -39,6 +41,8 @@ const { values } = benchArgs(import.meta.url, {
     json: { type: 'boolean', default: false },
     /** Rows the main thread does not read (the service's way, ws.ts); --no-unread: the main thread reads them. */
     unread: { type: 'boolean', default: true },
+    /** A frame applied and ticked in one message (tickFrame, the service's way since round sixteen); --no-frame: staged, then observe, results, tick. */
+    frame: { type: 'boolean', default: true },
   },
   allowNegative: true,
 });
@@ -110,12 +114,29 @@ function frames(session: number): Buffer[] {
   return out;
 }
 
+const AGENTS_KEY = encode('agents');
+
+/**
+ * Snapshot frame `n` with these results, as the load generator's game servers send it (agents last): its head
+ * encoded, the rows of `frame` (one of `frames`) after it. The game server's work (timed as such).
+ */
+function withResults(n: number, results: ReadonlyArray<[AgentId, number, 'success']>, frame: Buffer): Buffer {
+  const head = encode(results.length > 0 ? { t: 'snapshot', tick: n, time: n / HZ, results } : { t: 'snapshot', tick: n, time: n / HZ });
+  // The map's entry count (a fixmap): one more, `agents`, whose key and rows follow.
+  head[0] = head[0]! + 1;
+  const rows = frame.subarray(frame.indexOf(AGENTS_KEY) + AGENTS_KEY.length);
+  return Buffer.concat([head, AGENTS_KEY, rows]);
+}
+
 const youngMb = values['young-mb'] === undefined ? undefined : int('young-mb', values['young-mb'], 0);
 const checkpointMs = values['checkpoint-ms'] === undefined ? undefined : Number(values['checkpoint-ms']);
 if (checkpointMs !== undefined && !Number.isInteger(checkpointMs)) throw new Error(`--checkpoint-ms: expected an integer, got '${values['checkpoint-ms']}'`);
 const pool: AgentPool = await createAgentPool({
   trees: join(root(), 'trees'),
   workers,
+  // Each session whole on one worker, as the load generator's game servers end up (they spawn in parts, side by side):
+  // spawned here in one call each, a session would spill over to the other worker (PoolOptions.sessionAffinity).
+  sessionAffinity: perSession + 1,
   ...(youngMb !== undefined ? { workerYoungGenerationMb: youngMb } : {}),
   ...(checkpointMs !== undefined ? { checkpointMs } : {}),
 });
@@ -136,27 +157,13 @@ const threadSeconds = (): number => {
   const usage = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage?.();
   return usage === undefined ? performance.now() / 1000 : (usage.user + usage.system) / 1e6;
 };
+const OPTIONS = { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true } as const;
+type Game = (typeof games)[number];
+
 async function round(n: number): Promise<void> {
   await Promise.all(
     games.map(async (g) => {
-      const bytes = g.frames[n % FRAMES]!;
-      const options = { fieldCount: FIELDS.length, mode: 'lockstep', packRows: true } as const;
-      // As the service reads a snapshot (ws.ts): rows left to the workers where the pool can, else read here.
-      const unread = values.unread ? parseSnapshotHead(bytes, Number.MAX_SAFE_INTEGER, options) : undefined;
-      const staging = unread === undefined ? null : pool.stageRows(g.name, bytes, unread.start, unread.count, FIELDS.length);
-      const staged = staging === null ? null : await staging;
-      let rows: Parameters<AgentPool['observe']>[1];
-      if (staged !== null) rows = staged;
-      else {
-        const parsed = parseClientFrame(bytes, Number.MAX_SAFE_INTEGER, options);
-        if (!parsed.ok || parsed.msg.t !== 'snapshot') throw new Error('frame refused');
-        rows = (parsed.msg as SnapshotMessage).agents as Parameters<AgentPool['observe']>[1];
-      }
-      pool.observe(g.name, rows, false);
-      const results = g.due[n % g.due.length]!;
-      g.due[n % g.due.length] = [];
-      if (results.length > 0) pool.results(g.name, results);
-      const d: Decisions = await pool.tick(g.name, n, n / HZ, 1 / HZ, n);
+      const d = values.frame ? await frameTick(g, n) : await stagedTick(g, n);
       // As the session sends them (session.ts): the actions spliced in as the workers encoded them.
       const frame = encodeDecisions(frameFields(d, d.tick, d.basedOn));
       decisionBytes += frame.length;
@@ -170,6 +177,44 @@ async function round(n: number): Promise<void> {
       gameSeconds += threadSeconds() - readStart;
     }),
   );
+}
+
+/** A session's tick as a lockstep session makes it (session.ts lockstepFrameNow): the frame, its results in it, in one message. */
+async function frameTick(g: Game, n: number): Promise<Decisions> {
+  const results = g.due[n % g.due.length]!;
+  g.due[n % g.due.length] = [];
+  const built = threadSeconds();
+  const bytes = withResults(n, results, g.frames[n % FRAMES]!);
+  gameSeconds += threadSeconds() - built;
+  const unread = parseSnapshotHead(bytes, Number.MAX_SAFE_INTEGER, OPTIONS);
+  if (unread === undefined) throw new Error('frame not read by the fast path');
+  const msg = unread.parsed.msg;
+  const frame = { bytes, start: unread.start, count: unread.count, width: FIELDS.length, world: msg.world, results: msg.results };
+  const ticked = await pool.tickFrame(g.name, n, n / HZ, 1 / HZ, n, frame);
+  if (ticked === null) throw new Error('frame not taken in one message (tickFrame)');
+  if (ticked.errors.length > 0) throw new Error(`result errors: ${JSON.stringify(ticked.errors.slice(0, 3))}`);
+  return ticked.decisions;
+}
+
+/** The path before round sixteen: rows staged on the workers (or, `--no-unread`, read here), then observe, results and tick. */
+async function stagedTick(g: Game, n: number): Promise<Decisions> {
+  const bytes = g.frames[n % FRAMES]!;
+  // As the service read a snapshot (ws.ts): rows left to the workers where the pool can, else read here.
+  const unread = values.unread ? parseSnapshotHead(bytes, Number.MAX_SAFE_INTEGER, OPTIONS) : undefined;
+  const staging = unread === undefined ? null : pool.stageRows(g.name, bytes, unread.start, unread.count, FIELDS.length);
+  const staged = staging === null ? null : await staging;
+  let rows: Parameters<AgentPool['observe']>[1];
+  if (staged !== null) rows = staged;
+  else {
+    const parsed = parseClientFrame(bytes, Number.MAX_SAFE_INTEGER, OPTIONS);
+    if (!parsed.ok || parsed.msg.t !== 'snapshot') throw new Error('frame refused');
+    rows = (parsed.msg as SnapshotMessage).agents as Parameters<AgentPool['observe']>[1];
+  }
+  pool.observe(g.name, rows, false);
+  const results = g.due[n % g.due.length]!;
+  g.due[n % g.due.length] = [];
+  if (results.length > 0) pool.results(g.name, results);
+  return pool.tick(g.name, n, n / HZ, 1 / HZ, n);
 }
 
 for (let n = 0; n < warmup; n++) await round(n);
