@@ -167,6 +167,15 @@ export class Agent implements ExprContext {
     this.plainSelf = readable(value);
   }
 
+  /**
+   * Sets `self` to a plain object its caller made itself (with `{}`: never a Proxy, no other prototype): the setter
+   * without its check, for a host that swaps each agent's observation object every tick.
+   */
+  setPlainSelf(value: Record<string, unknown>): void {
+    this.observation = value;
+    this.plainSelf = value;
+  }
+
   /** The session's shared world state (`world` in expressions); set by whoever ticks the agent. */
   get world(): unknown {
     return this.worldState;

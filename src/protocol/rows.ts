@@ -532,9 +532,10 @@ function rowsFit(count: number, width: number): boolean {
  * scanRows and the workers' checkFrameRows both run it, so they accept and refuse the same rows. `known`, when
  * given, holds the ids the rows named in an earlier frame: a row whose id's bytes spell row i's known string id is
  * that very string, not a new one (knownRowEnd): the row memo (row-memo.ts) then finds it by identity rather than by
- * comparing or hashing a fresh one.
+ * comparing or hashing a fresh one. `reader`, when given, takes each row's values in place of the check's own loop
+ * (RowReader).
  */
-function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32Array, known: KnownRowIds | null = null): boolean {
+function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32Array, known: KnownRowIds | null = null, reader: RowReader | null = null): boolean {
   const header = 0x90 + width + 1;
   const bytes = src;
   const last = end;
@@ -560,46 +561,71 @@ function scanRowsAt(count: number, width: number, ids: AgentId[], offsets: Int32
       }
     }
     offsets[i] = p;
-    for (let k = 0; k < width; k++) {
-      if (p >= last) return false;
-      const v = bytes[p]!;
-      if (v === 0xcb) {
-        if (p + 9 > last) return false;
-        p += 9;
-      } else if (v <= 0x7f || v === 0xc0 || v === 0xc3 || v === 0xc2) {
-        p++;
-      } else if (v >= 0x90 && v <= 0x9f) {
-        const n = v & 0x0f;
-        p++;
-        for (let j = 1; j <= n; j++) {
-          const e = bytes[p];
-          if (e === 0xcb && p + 9 <= last) {
-            p += 9;
-            continue;
-          }
-          if (e !== undefined && (e <= 0x7f || e >= 0xe0)) {
-            p++;
-            continue;
-          }
-          pos = p;
-          const x = readNumber();
-          if (x !== x && !lastWasNaN) return false;
-          p = pos;
-        }
-      } else if ((v >= 0xa0 && v <= 0xbf) || v === 0xd9) {
-        pos = p;
-        if (readShortString() === undefined) return false;
-        p = pos;
-      } else {
-        pos = p;
-        const x = readNumber();
-        if (x !== x && !lastWasNaN) return false;
-        p = pos;
-      }
-    }
+    p = reader === null ? skipRowValues(bytes, p, last, width) : reader.values(i, ids[i]!, p);
+    if (p < 0) return false;
   }
   pos = p;
   return true;
+}
+
+/** The check of `n` row values from byte `p` (scanRowsAt's): the position after them, or -1 to give up. */
+function skipRowValues(bytes: Uint8Array, p: number, last: number, n: number): number {
+  for (let k = 0; k < n; k++) {
+    if (p >= last) return -1;
+    const v = bytes[p]!;
+    if (v === 0xcb) {
+      if (p + 9 > last) return -1;
+      p += 9;
+    } else if (v <= 0x7f || v === 0xc0 || v === 0xc3 || v === 0xc2) {
+      p++;
+    } else if (v >= 0x90 && v <= 0x9f) {
+      const m = v & 0x0f;
+      p++;
+      for (let j = 1; j <= m; j++) {
+        const e = bytes[p];
+        if (e === 0xcb && p + 9 <= last) {
+          p += 9;
+          continue;
+        }
+        if (e !== undefined && (e <= 0x7f || e >= 0xe0)) {
+          p++;
+          continue;
+        }
+        pos = p;
+        const x = readNumber();
+        if (x !== x && !lastWasNaN) return -1;
+        p = pos;
+      }
+    } else if ((v >= 0xa0 && v <= 0xbf) || v === 0xd9) {
+      pos = p;
+      if (readShortString() === undefined) return -1;
+      p = pos;
+    } else {
+      pos = p;
+      const x = readNumber();
+      if (x !== x && !lastWasNaN) return -1;
+      p = pos;
+    }
+  }
+  return p;
+}
+
+/**
+ * Takes the values of each row checkFrameRows checks, in place of the check's own loop over them: a check and an
+ * apply in one pass over the frame's bytes (the agent pool's hosts: host.ts, StageReader). `values(i, id, p)` reads
+ * row i's values from byte `p` of the frame and returns the position after them, or -1 to give up: for bytes the
+ * check would refuse, and for any form it does not read itself. It may call checkRowValue for the check of one value.
+ */
+export interface RowReader {
+  values(i: number, id: AgentId, p: number): number;
+}
+
+/**
+ * For a RowReader, while checkFrameRows runs it: the check of the one value at byte `p` of the frame, exactly as the
+ * check's own loop makes it; the position after the value, or -1 when the check refuses it.
+ */
+export function checkRowValue(p: number): number {
+  return skipRowValues(src, p, end, 1);
 }
 
 /**
@@ -700,6 +726,7 @@ function headField(): unknown {
  * path does (the same loop as scanRows), and that they end with the frame: true if they all pass, with row i's id
  * in `ids[i]` and its values' offset in `offsets[i]` (both grown as needed; reused by the caller from frame to frame).
  * `known`: the ids the rows named in an earlier frame, if the caller keeps them (the same strings are then reused).
+ * `reader`: takes each row's values in place of the check's loop over them (RowReader); false when it gives up too.
  */
 export function checkFrameRows(
   bytes: Uint8Array,
@@ -709,11 +736,12 @@ export function checkFrameRows(
   ids: AgentId[],
   offsets: Int32Array,
   known: KnownRowIds | null = null,
+  reader: RowReader | null = null,
 ): boolean {
   if (offsets.length < count) throw new RangeError('checkFrameRows: offsets is shorter than the rows');
   const passed = reading(bytes, () => {
     pos = start;
-    return scanRowsAt(count, width, ids, offsets, known) && pos === end;
+    return scanRowsAt(count, width, ids, offsets, known, reader) && pos === end;
   });
   return passed === true;
 }

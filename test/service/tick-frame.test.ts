@@ -118,8 +118,9 @@ describe('a lockstep frame applied and ticked in one message (tickFrame)', () =>
     const seqs = actionsOf(a.decisions).map((x) => x[1]);
     expect(seqs).toHaveLength(2);
     for (const pool of [inline, workers]) expect(pool.setBlackboard(s, [[1, { mood: 2 }]])).toEqual([]);
-    // An object as a row value: the fast path refuses the rows (the ordinary parse would read them).
-    const refused = await workerFrame(s, { tick: 2, rows: [[1, { not: 'fast' }], [2, 22]], world: { w: 2 }, results: [[1, seqs[0]!, 'success']] });
+    // An object as a row value: the fast path refuses the rows (the ordinary parse would read them). Agent 1's row,
+    // before it, was read (into its spare observation) while the rows were checked: it must not apply either.
+    const refused = await workerFrame(s, { tick: 2, rows: [[1, 11], [2, { not: 'fast' }]], world: { w: 2 }, results: [[1, seqs[0]!, 'success']] });
     expect(refused).toBeNull();
     // On the inline pool the frame never came: the blackboard write alone, then the same ticks. Tick 3: no result
     // reached the agents, both actions still run. Then agent 1's result: its action ends and starts again, with the

@@ -9,7 +9,7 @@ import { Agent, type AgentFrame, type AgentId, type CompiledTree, type DecisionS
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
 import { AgentPacking, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
-import { FrameCursor, checkFrameRows, readResultsAt, type KnownRowIds } from '../../protocol/index.js';
+import { FrameCursor, checkFrameRows, checkRowValue, readResultsAt, type KnownRowIds, type RowReader } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
 import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { ColumnSink } from './decisions.js';
@@ -47,6 +47,15 @@ class HostSession {
   readonly writeRow: RowWriter | null;
   /** Reads one row of values from a frame into an observation object (null: the session has no fields). */
   readonly writeFrameRow: FrameRowWriter | null;
+  /** writeFrameRow with the rows' check in it (StageReader); null: the session has no fields, or no code generation. */
+  readonly readFrameRow: CheckedRowWriter | null;
+  /**
+   * Per slot: the agent's other observation object. A stage's rows are read into these while they are checked (the
+   * frame may still be refused), then each becomes its agent's observation and the one it replaces the spare.
+   */
+  readonly spares: Array<Record<string, unknown> | null> = [];
+  /** Per slot: the last stage read (its number) that had a row for the agent: a second row for it there is not a second swap. */
+  stamps = new Int32Array(0);
   /**
    * Agent id → slot, for the rows of snapshot frames this host finds its agents in itself (`stage`): small
    * non-negative integer ids in `dense` (-1: none), others in `named`. As the router's routes, for this host's agents.
@@ -147,11 +156,13 @@ class HostSession {
     this.fields = fields;
     this.writeRow = fields === null ? null : cachedWriter(rowWriters, fields, rowWriter);
     this.writeFrameRow = fields === null ? null : cachedWriter(frameRowWriters, fields, frameRowWriter);
+    this.readFrameRow = fields === null || !CODE_GENERATION ? null : cachedWriter(checkedRowWriters, fields, checkedRowWriter);
   }
 }
 
 const rowWriters = new Map<string, RowWriter>();
 const frameRowWriters = new Map<string, FrameRowWriter>();
+const checkedRowWriters = new Map<string, CheckedRowWriter>();
 
 /**
  * The writer for these fields, shared by every session with the same fields: one function where there would be
@@ -221,6 +232,41 @@ export function frameRowWriter(fields: readonly string[]): FrameRowWriter {
   return (obs, cursor) => {
     for (let k = 0; k < fields.length; k++) obs[fields[k]!] = cursor.next();
   };
+}
+
+/**
+ * Reads one row's values from byte `p` of a frame (`b`, `dv` a view of it, `last` its end) into `obs`, checking them
+ * exactly as the rows' check does (checkFrameRows): the position after them, or -1 where the check refuses them.
+ * `cursor` is on the same frame (for the forms read through it).
+ */
+export type CheckedRowWriter = (obs: Record<string, unknown>, b: Uint8Array, dv: DataView, p: number, last: number, cursor: FrameCursor) => number;
+
+/**
+ * A checked row writer for these fields (code generation only): frameRowWriter's inline forms with their bounds
+ * checked, any other form checked by the protocol's own check of one value (checkRowValue) and read through the cursor.
+ */
+export function checkedRowWriter(fields: readonly string[]): CheckedRowWriter {
+  const body = joinCode(
+    fields.map(
+      (f) =>
+        js`  if (p >= last) return -1;
+  t = b[p];
+  if (t === 0xcb) { if (p + 9 > last) return -1; obs[${literal(f)}] = dv.getFloat64(p + 1); p += 9; }
+  else if (t <= 0x7f) { obs[${literal(f)}] = t; p++; }
+  else if (t === 0xc0) { obs[${literal(f)}] = null; p++; }
+  else if (t === 0xc3) { obs[${literal(f)}] = true; p++; }
+  else if (t === 0xc2) { obs[${literal(f)}] = false; p++; }
+  else if (t === 0x92 && p + 19 <= last && b[p + 1] === 0xcb && b[p + 10] === 0xcb) { obs[${literal(f)}] = [dv.getFloat64(p + 2), dv.getFloat64(p + 11)]; p += 19; }
+  else { q = check(p); if (q < 0) return -1; cursor.pos = p; obs[${literal(f)}] = cursor.next(); p = q; }
+`,
+    ),
+  );
+  const source = js`return function readFrameRow(obs, b, dv, p, last, cursor) {
+  let t;
+  let q;
+${body}  return p;
+};`;
+  return generate([ident('check')], source, [checkRowValue]) as CheckedRowWriter;
 }
 
 /** Receives decisions from despawned agents' halts: the game server removed them, there is nobody to tell. */
@@ -471,6 +517,7 @@ export class AgentHost {
       s.removeId(agent.id);
       s.agents[slot] = null;
       s.observations[slot] = null;
+      if (slot < s.spares.length) s.spares[slot] = null;
     }
   }
 
@@ -497,8 +544,12 @@ export class AgentHost {
     if (s !== undefined) {
       const agents = s.agents;
       const stage = order.stage ?? null;
-      // The frame's rows are checked before anything of the order applies: rows that fail take the frame back.
-      const refused = stage !== null && !checkStage(stage.frame, stage.start, stage.count, stage.width, s.knownRows(false));
+      // The frame's rows are checked before anything of the order applies: rows that fail take the frame back. Where
+      // the session can, they are read into the agents' spare observations while they are checked (one pass over the
+      // bytes, not two); where that gives up (rows the check refuses), the check says so again on its own.
+      const known = stage === null ? null : s.knownRows(false);
+      const read = stage !== null && s.readFrameRow !== null && stageReader.read(s, stage.frame, stage.start, stage.count, stage.width, known);
+      const refused = stage !== null && !read && !checkStage(stage.frame, stage.start, stage.count, stage.width, known);
       if (!refused && s.restarts.size > 0) this.restart(s, out);
       if (order.lod !== undefined && order.lod !== null) {
         const lod = lodOf(s);
@@ -524,7 +575,7 @@ export class AgentHost {
           if (a !== null && a !== undefined) a.self = obs;
         }
       }
-      if (stage !== null && !refused) unknown = applyStagedRows(s, stage.frame, stage.count);
+      if (stage !== null && !refused) unknown = read ? swapStagedRows(s, stage.count) : applyStagedRows(s, stage.frame, stage.count);
       if (order.results !== null) {
         const data = order.results.data;
         // A refused frame's results are not applied: only those that were waiting before it.
@@ -721,6 +772,7 @@ function vector(vectors: Float64Array, at: number): number[] {
 }
 
 const cursor = new FrameCursor();
+const EMPTY_FRAME = new Uint8Array(0);
 /**
  * The rows of every host, for a stage whose session routes every agent in `routes` (the router's table of small
  * integer ids, in shared memory): any id not in it names no agent. The rows were checked (stageIds, stageOffsets).
@@ -803,6 +855,95 @@ let stageAt = new Int32Array(1024);
 function checkStage(frame: Uint8Array, start: number, count: number, width: number, known: KnownRowIds | null): boolean {
   if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
   return checkFrameRows(frame, start, count, width, stageIds, stageOffsets, known);
+}
+
+/**
+ * Reads a stage's rows into the agents' spare observations while checkFrameRows checks them (a RowReader): `read`
+ * is true when every row passed, with row i's slot in stageSlots (-1: no agent here; -2: the agent had a row before
+ * in this frame, whose spare holds the last row's values). False when the check refused them, nothing visible changed.
+ */
+class StageReader implements RowReader {
+  private s: HostSession | null = null;
+  private bytes: Uint8Array = EMPTY_FRAME;
+  private view: DataView = new DataView(EMPTY_FRAME.buffer);
+  private last = 0;
+  /** This read's number (HostSession.stamps). */
+  private stage = 0;
+  /** What rows that name no agent here are read into: they are checked all the same. */
+  private readonly scratch: Record<string, unknown> = {};
+
+  read(s: HostSession, frame: Uint8Array, start: number, count: number, width: number, known: KnownRowIds | null): boolean {
+    if (stageOffsets.length < count) stageOffsets = new Int32Array(Math.max(count, stageOffsets.length * 2));
+    if (stageSlots.length < count) stageSlots = new Int32Array(Math.max(count, stageSlots.length * 2));
+    const slots = s.agents.length;
+    while (s.spares.length < slots) s.spares.push(null);
+    if (s.stamps.length < slots) {
+      const stamps = new Int32Array(Math.max(slots, s.stamps.length * 2));
+      stamps.set(s.stamps);
+      s.stamps = stamps;
+    }
+    this.s = s;
+    this.bytes = frame;
+    this.view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
+    this.last = frame.length;
+    this.stage = (this.stage + 1) | 0;
+    cursor.frame(frame);
+    try {
+      return checkFrameRows(frame, start, count, width, stageIds, stageOffsets, known, this);
+    } finally {
+      this.s = null;
+      this.bytes = EMPTY_FRAME;
+      cursor.frame(EMPTY_FRAME);
+    }
+  }
+
+  values(i: number, id: AgentId, p: number): number {
+    const s = this.s!;
+    const slot = s.slotOfRow(i, id);
+    const agent = slot < 0 ? undefined : s.agents[slot];
+    let obs: Record<string, unknown>;
+    if (agent === null || agent === undefined) {
+      stageSlots[i] = -1;
+      obs = this.scratch;
+    } else {
+      if (s.stamps[slot] === this.stage) stageSlots[i] = -2;
+      else {
+        s.stamps[slot] = this.stage;
+        stageSlots[i] = slot;
+      }
+      obs = s.spares[slot] ?? (s.spares[slot] = {});
+    }
+    return s.readFrameRow!(obs, this.bytes, this.view, p, this.last, cursor);
+  }
+}
+
+const stageReader = new StageReader();
+let stageSlots = new Int32Array(1024);
+
+/**
+ * The rows StageReader read, each made its agent's observation (the one it replaces becomes the spare). Returns how
+ * many rows name no agent of the session.
+ */
+function swapStagedRows(s: HostSession, count: number): number {
+  const slots = stageSlots;
+  const agents = s.agents;
+  const observations = s.observations;
+  const spares = s.spares;
+  let unknown = 0;
+  for (let i = 0; i < count; i++) {
+    const slot = slots[i]!;
+    if (slot < 0) {
+      if (slot === -1) unknown++;
+      continue;
+    }
+    // Agents restarted on a new tree since the read (a reload) are the new agent in the same slot.
+    const agent = agents[slot]!;
+    const obs = spares[slot]!;
+    spares[slot] = observations[slot] ?? null;
+    observations[slot] = obs;
+    agent.setPlainSelf(obs);
+  }
+  return unknown;
 }
 
 /**
@@ -891,7 +1032,6 @@ function applyFrameRows(s: HostSession, rows: FrameBatch): void {
   cursor.frame(EMPTY_FRAME);
 }
 
-const EMPTY_FRAME = new Uint8Array(0);
 
 /** Writes positional rows into each agent's reused observation object and makes it the agent's `self`. */
 function applyRows(s: HostSession, rows: RowBatch): void {
