@@ -249,19 +249,25 @@ function readResults(keep: boolean): ResultColumns | undefined {
       id = uint;
       pos += uintIdWidth(src[pos]!);
     } else {
-      const slot = index === null ? -1 : knownId(index);
-      if (slot >= 0) {
-        id = index!.idAt(slot);
-        value = index!.valueAt(slot);
-      } else id = readId();
-      if (id === undefined) return undefined;
+      // Left in the frame (keep false), a string id is only checked here: it is found where it is read.
+      const to = keep ? -1 : asciiIdEnd();
+      if (to >= 0) pos = to;
+      else {
+        const slot = index === null ? -1 : knownId(index);
+        if (slot >= 0) {
+          id = index!.idAt(slot);
+          value = index!.valueAt(slot);
+        } else id = readId();
+        if (id === undefined) return undefined;
+      }
     }
     const seq = src[pos]! <= 0x7f ? src[pos++]! : readNumber();
     if (!(Number.isSafeInteger(seq) && seq >= 1)) return undefined;
     const status = readStatus();
     if (status < 0) return undefined;
     if (seqs === null || ok === null) continue;
-    ids.push(id);
+    // Kept: every id was read above (only entries left in the frame skip reading a string id).
+    ids.push(id!);
     seqs[i] = seq;
     ok[i] = status;
     if (filed !== null) filed[i] = value;
@@ -287,6 +293,19 @@ export function readResultsAt(bytes: Uint8Array, start: number, known: KnownIds 
     },
     known,
   );
+}
+
+/** The end of the string id readId would read at `pos` (a fixstr or str8 of 1 to maxAgentIdLength ASCII characters), else -1. */
+function asciiIdEnd(): number {
+  const b = src[pos]!;
+  let from = pos + 1;
+  let n: number;
+  if (b >= 0xa0 && b <= 0xbf) n = b & 0x1f;
+  else if (b === 0xd9 && from < end) n = src[from++]!;
+  else return -1;
+  if (n < 1 || n > LIMITS.maxAgentIdLength || n > MAX_FAST_STRING || from + n > end) return -1;
+  for (let i = from; i < from + n; i++) if (src[i]! >= 0x80) return -1;
+  return from + n;
 }
 
 /** The IdIndex slot of the known id a fixstr or str8 at `pos` spells, `pos` past it; else -1, `pos` unmoved. */
