@@ -773,6 +773,7 @@ function vector(vectors: Float64Array, at: number): number[] {
 
 const cursor = new FrameCursor();
 const EMPTY_FRAME = new Uint8Array(0);
+const EMPTY_VIEW = new DataView(EMPTY_FRAME.buffer);
 /**
  * The rows of every host, for a stage whose session routes every agent in `routes` (the router's table of small
  * integer ids, in shared memory): any id not in it names no agent. The rows were checked (stageIds, stageOffsets).
@@ -865,7 +866,7 @@ function checkStage(frame: Uint8Array, start: number, count: number, width: numb
 class StageReader implements RowReader {
   private s: HostSession | null = null;
   private bytes: Uint8Array = EMPTY_FRAME;
-  private view: DataView = new DataView(EMPTY_FRAME.buffer);
+  private view: DataView = EMPTY_VIEW;
   private last = 0;
   /** This read's number (HostSession.stamps). */
   private stage = 0;
@@ -886,13 +887,15 @@ class StageReader implements RowReader {
     this.bytes = frame;
     this.view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
     this.last = frame.length;
-    this.stage = (this.stage + 1) | 0;
+    // Never 0, which every slot's stamp starts at.
+    this.stage = (this.stage + 1) | 0 || 1;
     cursor.frame(frame);
     try {
       return checkFrameRows(frame, start, count, width, stageIds, stageOffsets, known, this);
     } finally {
       this.s = null;
       this.bytes = EMPTY_FRAME;
+      this.view = EMPTY_VIEW;
       cursor.frame(EMPTY_FRAME);
     }
   }
@@ -1031,7 +1034,6 @@ function applyFrameRows(s: HostSession, rows: FrameBatch): void {
   ends.length = 0;
   cursor.frame(EMPTY_FRAME);
 }
-
 
 /** Writes positional rows into each agent's reused observation object and makes it the agent's `self`. */
 function applyRows(s: HostSession, rows: RowBatch): void {
