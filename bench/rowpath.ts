@@ -259,5 +259,5 @@ else {
   const c = result.cpuUsPerAgentTick;
   console.log(`CPU per agent-tick: ${c.total.toFixed(3)} µs = main ${c.main.toFixed(3)} + workers ${c.workers.toFixed(3)} + GC/JIT helpers ${c.other.toFixed(3)}`);
   console.log(`main thread share ${(100 * share).toFixed(1)} %, Amdahl bound on 16 cores ${result.amdahl16.toFixed(1)}×; ${result.actionsPerTick.toFixed(0)} actions a tick`);
-  console.log(`checkpoints ${recovery.checkpoints}, pack median ${recovery.packMedianMs.toFixed(2)} ms (wall time on a worker, ${Math.round(perSession / Math.max(1, workers))} agents), held its worker ${recovery.partMedianMs.toFixed(2)} ms at a time (median; at most ${recovery.partMaxMs.toFixed(2)})`);
+  console.log(`checkpoints ${recovery.checkpoints}, pack median ${recovery.packMedianMs.toFixed(2)} ms (wall time on a worker, ${perSession} agents: a session, whole on one worker), held its worker ${recovery.partMedianMs.toFixed(2)} ms at a time (median; at most ${recovery.partMaxMs.toFixed(2)})`);
 }
