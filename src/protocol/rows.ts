@@ -233,7 +233,7 @@ function readResults(keep: boolean): ResultColumns | undefined {
   const count = listHeader();
   // An entry takes at least 11 bytes (header, id, seq, a 7-letter fixstr); the ordinary path reports lists above the limit.
   if (count < 0 || count > LIMITS.maxListLength || count * 11 > end - pos) return undefined;
-  const ids: AgentId[] = [];
+  const ids: AgentId[] | null = keep ? [] : null;
   const seqs = keep ? new Float64Array(count) : null;
   const ok = keep ? new Uint8Array(count) : null;
   // A session of integer ids has none in its index: nothing to look up, nothing to file.
@@ -265,14 +265,14 @@ function readResults(keep: boolean): ResultColumns | undefined {
     if (!(Number.isSafeInteger(seq) && seq >= 1)) return undefined;
     const status = readStatus();
     if (status < 0) return undefined;
-    if (seqs === null || ok === null) continue;
+    if (ids === null || seqs === null || ok === null) continue;
     // Kept: every id was read above (only entries left in the frame skip reading a string id).
     ids.push(id!);
     seqs[i] = seq;
     ok[i] = status;
     if (filed !== null) filed[i] = value;
   }
-  if (seqs === null || ok === null) {
+  if (ids === null || seqs === null || ok === null) {
     const bytes = src;
     const known = frameIds;
     return ResultColumns.unread(count, bytes, start, () => readResultsAt(bytes, start, known)!);
@@ -295,30 +295,34 @@ export function readResultsAt(bytes: Uint8Array, start: number, known: KnownIds 
   );
 }
 
+/** Set by textAt: the length of the string whose text it found. */
+let textLength = 0;
+
+/** Where the text of the fixstr or str8 at `pos` starts (its length in textLength), or -1: not one, or cut short. */
+function textAt(): number {
+  const b = src[pos]!;
+  let at = pos + 1;
+  if (b >= 0xa0 && b <= 0xbf) textLength = b & 0x1f;
+  else if (b === 0xd9 && at < end) textLength = src[at++]!;
+  else return -1;
+  return at + textLength <= end ? at : -1;
+}
+
 /** The end of the string id readId would read at `pos` (a fixstr or str8 of 1 to maxAgentIdLength ASCII characters), else -1. */
 function asciiIdEnd(): number {
-  const b = src[pos]!;
-  let from = pos + 1;
-  let n: number;
-  if (b >= 0xa0 && b <= 0xbf) n = b & 0x1f;
-  else if (b === 0xd9 && from < end) n = src[from++]!;
-  else return -1;
-  if (n < 1 || n > LIMITS.maxAgentIdLength || n > MAX_FAST_STRING || from + n > end) return -1;
+  const from = textAt();
+  const n = textLength;
+  if (from < 0 || n < 1 || n > LIMITS.maxAgentIdLength || n > MAX_FAST_STRING) return -1;
   for (let i = from; i < from + n; i++) if (src[i]! >= 0x80) return -1;
   return from + n;
 }
 
 /** The IdIndex slot of the known id a fixstr or str8 at `pos` spells, `pos` past it; else -1, `pos` unmoved. */
 function knownId(index: IdIndex): number {
-  const b = src[pos]!;
-  let at = pos + 1;
-  let n: number;
-  if (b >= 0xa0 && b <= 0xbf) n = b & 0x1f;
-  else if (b === 0xd9 && at < end) n = src[at++]!;
-  else return -1;
-  if (at + n > end) return -1;
-  const slot = index.find(src, at, at + n);
-  if (slot >= 0) pos = at + n;
+  const at = textAt();
+  if (at < 0) return -1;
+  const slot = index.find(src, at, at + textLength);
+  if (slot >= 0) pos = at + textLength;
   return slot;
 }
 
@@ -704,8 +708,8 @@ function readHead(width: number): UnreadSnapshot | undefined {
 }
 
 /**
- * `fields[key] = value`, a snapshot's own keys stored by name: one keyed store for every key went megamorphic, 2 % of
- * the main thread at 50,000 agents (docs/capacity.md, *Round twenty*). Any other key is stored as before.
+ * `fields[key] = value`, a snapshot's own keys stored by name: one keyed store for every key went megamorphic, 1–1.5 %
+ * of the main thread at 50,000 agents (docs/capacity.md, *Round twenty*). Any other key is stored as before.
  */
 function setField(fields: Record<string, unknown>, key: string, value: unknown): void {
   switch (key) {
