@@ -108,16 +108,19 @@ export class Agent implements ExprContext {
    * The agent's time, dt and random generator state: three float64s in a chunk shared with other agents, at
    * `clock`, `clock + 1`, `clock + 2`. As fields of their own, doubles (tree time) and uint32s (seeds) would each
    * be boxed in a heap number of their own per agent: 48 bytes and three objects more per agent for the GC.
+   * The numeric slots lie right before it: `slots` is `clockChunk` from `clock - tree.slotCount`. Read-only to
+   * everyone else (a checkpoint copies an agent's numbers from here).
    */
-  private readonly clockChunk: Float64Array;
-  private readonly clock: number;
+  readonly clockChunk: Float64Array;
+  readonly clock: number;
   /**
    * The buffer `status` is a view of, and where in it the view starts: deliverResult reads statuses (and slots,
    * which lie before `clock` in clockChunk) through the shared chunks, not this agent's own view objects, so a
    * result touches the agent and its state's bytes but not two more objects (each a cache miss on a busy tick).
+   * A checkpoint reads them so too. Read-only to everyone else.
    */
-  private readonly statusChunk: Uint8Array;
-  private readonly statusAt: number;
+  readonly statusChunk: Uint8Array;
+  readonly statusAt: number;
 
   constructor(tree: CompiledTree, id: AgentId, options: AgentOptions = {}) {
     this.id = id;

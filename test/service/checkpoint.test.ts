@@ -131,6 +131,31 @@ describe('packed checkpoints', () => {
     expect(Buffer.from(packing.finish(world, null, 0.3)).equals(Buffer.from(packAgents(agents, FIELDS, world, null, 0.3)))).toBe(true);
   });
 
+  it('a pack that reuses the last packer (the thread keeps one) holds nothing of the larger pack before it', () => {
+    // The larger pack: ticked agents (timers, cursors, seqs: floats and int32s in the numeric slots), labels,
+    // blackboard objects, observations of every kind.
+    const big = population();
+    const out = new DecisionBuffer();
+    for (let t = 1; t <= 9; t++) for (const a of big) a?.tick(t * 0.37, 0.37, out);
+    packAgents(big, FIELDS, { big: true });
+    // The smaller: never ticked (every numeric slot a zero), no labels, fewer fields in its observations.
+    const small: Agent[] = [];
+    for (let i = 0; i < 5; i++) {
+      const a = new Agent(tree, 100 + i, { seed: 1 });
+      a.self = { x: 0, tag: null };
+      small.push(a);
+    }
+    const reused = new AgentPacking(small, FIELDS); // takes the kept packer
+    const fresh = new AgentPacking(small, FIELDS); // a new one: the kept packer is taken
+    reused.step(Infinity);
+    fresh.step(Infinity);
+    const bytes = reused.finish(null, null, Number.NaN);
+    expect(Buffer.from(bytes).equals(Buffer.from(fresh.finish(null, null, Number.NaN)))).toBe(true);
+    const back = unpackAgents(bytes, FIELDS, trees);
+    expect(back.agents.map(([slot]) => slot)).toEqual([0, 1, 2, 3, 4]);
+    for (const [slot, agent] of back.agents) expect(agent.exportState()).toEqual(small[slot]!.exportState());
+  });
+
   it('refuses a checkpoint whose tree was reloaded since (another version under the same name), rather than misread it', () => {
     const agents = population();
     const bytes = packAgents(agents, FIELDS, null);

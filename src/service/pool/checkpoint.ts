@@ -65,7 +65,8 @@ const FLOAT = 2;
 
 /**
  * Float64s packed as they are written (v2's PackedNumbers, the same bytes as packing a Float64Array of them
- * afterwards): a kind per number, then the int32s and the other numbers in their own arrays.
+ * afterwards): a kind per number, then the int32s and the other numbers in their own arrays. A writer is reused
+ * from pack to pack (`reset`): its int32s and other numbers grow as they come, not to the worst case up front.
  */
 class NumberWriter {
   length = 0;
@@ -75,51 +76,61 @@ class NumberWriter {
   private ints: Int32Array;
   private floats: Float64Array;
   constructor(capacity: number) {
-    const n = Math.max(16, capacity);
-    this.kinds = new Uint8Array(n); // zero-filled: every number a zero until written otherwise
-    this.ints = new Int32Array(n);
-    this.floats = new Float64Array(n);
+    this.kinds = new Uint8Array(Math.max(16, capacity)); // zero-filled: every number a zero until written otherwise
+    this.ints = new Int32Array(Math.max(16, capacity >> 2));
+    this.floats = new Float64Array(Math.max(16, capacity >> 2));
+  }
+
+  /** Empties the writer for a pack of about `capacity` numbers, keeping its arrays (the kinds zeroed again). */
+  reset(capacity: number): void {
+    if (this.kinds.length < capacity) this.kinds = new Uint8Array(capacity);
+    else this.kinds.fill(0, 0, this.length);
+    this.length = 0;
+    this.nInts = 0;
+    this.nFloats = 0;
+  }
+
+  /** Bytes its arrays hold. */
+  get bytes(): number {
+    return this.kinds.byteLength + this.ints.byteLength + this.floats.byteLength;
   }
 
   push(v: number): void {
     const i = this.length++;
-    if (i === this.kinds.length) this.grow();
+    if (i === this.kinds.length) this.kinds = grown(this.kinds, i * 2);
     if (v === 0) {
       // -0 is not an int32 (it would come back as 0): a float.
       if (1 / v < 0) this.float(i, v);
     } else if ((v | 0) === v) {
       this.kinds[i] = INT;
+      if (this.nInts === this.ints.length) this.ints = grown(this.ints, this.nInts * 2);
       this.ints[this.nInts++] = v;
     } else this.float(i, v);
   }
 
   /** Appends a zero (nothing but its kind, 0, which the zero-filled array already holds). */
   zero(): void {
-    if (this.length++ === this.kinds.length) this.grow();
+    const i = this.length++;
+    if (i === this.kinds.length) this.kinds = grown(this.kinds, i * 2);
   }
 
   private float(i: number, v: number): void {
     this.kinds[i] = FLOAT;
+    if (this.nFloats === this.floats.length) this.floats = grown(this.floats, this.nFloats * 2);
     this.floats[this.nFloats++] = v;
-  }
-
-  private grow(): void {
-    const n = this.kinds.length * 2;
-    const kinds = new Uint8Array(n);
-    kinds.set(this.kinds);
-    const ints = new Int32Array(n);
-    ints.set(this.ints.subarray(0, this.nInts));
-    const floats = new Float64Array(n);
-    floats.set(this.floats.subarray(0, this.nFloats));
-    this.kinds = kinds;
-    this.ints = ints;
-    this.floats = floats;
   }
 
   /** Views of what was written (serialize copies a view's bytes only). */
   done(): PackedNumbers {
     return { kinds: this.kinds.subarray(0, this.length), ints: this.ints.subarray(0, this.nInts), floats: this.floats.subarray(0, this.nFloats) };
   }
+}
+
+/** A copy of `a` in a new array of `n` elements. */
+function grown<T extends Uint8Array | Int32Array | Float64Array>(a: T, n: number): T {
+  const out = new (a.constructor as new (n: number) => T)(n);
+  out.set(a);
+  return out;
 }
 
 function unpackNumbers(p: Float64Array | PackedNumbers): Float64Array {
@@ -148,24 +159,33 @@ const NULL = 3;
 const OTHER = 4;
 const UNDEFINED = 5;
 
-/** A growable Column being written, its numbers packed as they come (v2). */
+/** A growable Column being written, its numbers packed as they come (v2); reused from pack to pack (`reset`). */
 class ColumnWriter {
   length = 0;
   private tags: Uint8Array;
   private readonly nums: NumberWriter;
-  private readonly other: unknown[] = [];
+  private other: unknown[] = [];
   constructor(capacity: number) {
     this.tags = new Uint8Array(Math.max(16, capacity));
     this.nums = new NumberWriter(capacity);
   }
 
+  /** Empties the column for a pack of about `capacity` values. */
+  reset(capacity: number): void {
+    if (this.tags.length < capacity) this.tags = new Uint8Array(capacity);
+    this.length = 0;
+    this.nums.reset(capacity);
+    this.other = [];
+  }
+
+  /** Bytes its arrays hold. */
+  get bytes(): number {
+    return this.tags.byteLength + this.nums.bytes;
+  }
+
   push(v: unknown): void {
     const i = this.length++;
-    if (i === this.tags.length) {
-      const tags = new Uint8Array(i * 2);
-      tags.set(this.tags);
-      this.tags = tags;
-    }
+    if (i === this.tags.length) this.tags = grown(this.tags, i * 2);
     // A value that is not a number has 0 as its number, but an OTHER, which has its index in `other`.
     if (typeof v === 'number') {
       this.tags[i] = NUM;
@@ -250,11 +270,11 @@ export class AgentPacking {
       const a = agents[slot];
       if (a === null || a === undefined) continue;
       count++;
-      statusLength += a.status.length;
-      numbersLength += a.slots.length;
+      statusLength += a.tree.nodeCount;
+      numbersLength += a.tree.slotCount;
     }
     this.count = count;
-    this.packer = new Packer(count, statusLength, numbersLength, fields);
+    this.packer = takePacker(count, statusLength, numbersLength, fields);
   }
 
   /** Packs agents until `until` (performance.now() time; Infinity: all of them). True once every agent is packed. */
@@ -279,7 +299,10 @@ export class AgentPacking {
     const packed = this.packer.done(world);
     if (lod !== null) packed.lod = lod.pack(Array.from(packed.slots));
     if (!Number.isNaN(previous)) packed.previous = previous;
-    return serialize(packed);
+    const bytes = serialize(packed);
+    // The packed arrays are views of the packer's own, copied by serialize: the next pack may write them again.
+    releasePacker(this.packer);
+    return bytes;
   }
 }
 
@@ -290,25 +313,31 @@ export class AgentPacking {
  * drop back and recompile at every checkpoint). Copies are plain loops (TypedArray#set is a call into the
  * runtime per agent), the last agent's tree is kept at hand, blackboard and observation values are read by
  * generated code (one constant-name load per key), and numbers are packed as they are written.
+ *
+ * A thread keeps its last packer's arrays for the next pack (takePacker, releasePacker): allocated anew for each
+ * checkpoint, they were megabytes of zero-filled memory per session every checkpoint period, which the GC's
+ * helpers then had to account for.
  */
 class Packer {
-  private readonly trees: string[] = [];
-  private readonly hashes: string[] = [];
+  private trees: string[] = [];
+  private hashes: string[] = [];
   private readonly treeIndex = new Map<CompiledTree, number>();
-  private readonly bbReaders: ValuesReader[] = [];
+  private bbReaders: ValuesReader[] = [];
   private readonly ids: ColumnWriter;
   private readonly bb: ColumnWriter;
   private readonly selfValues: ColumnWriter;
   private readonly numbers: NumberWriter;
   private readonly scalars: NumberWriter;
-  private readonly treeOf: Uint16Array;
-  private readonly slots: Int32Array;
-  private readonly labels: Array<[number, string]> = [];
-  private readonly status: Uint8Array;
-  private readonly selfKind: Uint8Array;
-  private readonly selfOther: unknown[] = [];
-  private readonly fields: readonly string[] | null;
-  private readonly readSelf: ValuesReader | null;
+  private treeOf: Uint16Array;
+  private slots: Int32Array;
+  private labels: Array<[number, string]> = [];
+  private status: Uint8Array;
+  private selfKind: Uint8Array;
+  private selfOther: unknown[] = [];
+  private fields: readonly string[] | null = null;
+  private readSelf: ValuesReader | null = null;
+  private count = 0;
+  private statusLength = 0;
   private k = 0;
   private s = 0;
   private lastTree: CompiledTree | null = null;
@@ -325,8 +354,42 @@ class Packer {
     this.slots = new Int32Array(count);
     this.status = new Uint8Array(statusLength);
     this.selfKind = new Uint8Array(count);
+    this.reset(count, statusLength, numbersLength, fields);
+  }
+
+  /** Empties the packer for a pack of `count` agents (their statuses and numeric slots this long), keeping its arrays. */
+  reset(count: number, statusLength: number, numbersLength: number, fields: readonly string[] | null): void {
+    this.trees = [];
+    this.hashes = [];
+    this.treeIndex.clear();
+    this.bbReaders = [];
+    this.labels = [];
+    this.selfOther = [];
+    this.ids.reset(count);
+    this.bb.reset(count * 2);
+    this.selfValues.reset(count * (fields?.length ?? 0));
+    this.numbers.reset(numbersLength);
+    this.scalars.reset(count * SCALARS);
+    if (this.treeOf.length < count) {
+      this.treeOf = new Uint16Array(count);
+      this.slots = new Int32Array(count);
+      this.selfKind = new Uint8Array(count);
+    }
+    if (this.status.length < statusLength) this.status = new Uint8Array(statusLength);
     this.fields = fields;
     this.readSelf = fields === null ? null : valuesReader(fields);
+    this.count = count;
+    this.statusLength = statusLength;
+    this.k = 0;
+    this.s = 0;
+    this.lastTree = null;
+    this.t = 0;
+    this.readBb = null;
+  }
+
+  /** Bytes its arrays hold. */
+  get bytes(): number {
+    return this.ids.bytes + this.bb.bytes + this.selfValues.bytes + this.numbers.bytes + this.scalars.bytes + this.treeOf.byteLength + this.slots.byteLength + this.status.byteLength + this.selfKind.byteLength;
   }
 
   add(slot: number, a: Agent): void {
@@ -336,19 +399,24 @@ class Packer {
     this.slots[k] = slot;
     this.ids.push(a.id);
     if (a.label !== '') this.labels.push([k, a.label]);
-    const st = a.status;
+    // Statuses and numbers from the chunks the agent's views are views of (the views are two objects more to reach).
+    const tree = this.lastTree!;
+    const st = a.statusChunk;
+    const at = a.statusAt;
+    const n = tree.nodeCount;
     const status = this.status;
     const s = this.s;
-    for (let j = 0; j < st.length; j++) status[s + j] = st[j]!;
-    this.s = s + st.length;
-    const sl = a.slots;
+    for (let j = 0; j < n; j++) status[s + j] = st[at + j]!;
+    this.s = s + n;
+    const chunk = a.clockChunk;
+    const clock = a.clock;
     const numbers = this.numbers;
-    for (let j = 0; j < sl.length; j++) numbers.push(sl[j]!);
+    for (let j = clock - tree.slotCount; j < clock; j++) numbers.push(chunk[j]!);
     const scalars = this.scalars;
-    scalars.push(a.randomState());
+    scalars.push(chunk[clock + 2]!); // the random generator's state
     scalars.push(a.seq);
-    scalars.push(a.time);
-    scalars.push(a.dt);
+    scalars.push(chunk[clock]!); // time
+    scalars.push(chunk[clock + 1]!); // dt
     scalars.push(a.stopped ? 1 : 0);
     this.readBb!(a.bb, this.bb);
     const self = a.self;
@@ -376,18 +444,22 @@ class Packer {
     this.readBb = this.bbReaders[t]!;
   }
 
-  /** What serialize writes, its properties in the order they have always had (the same bytes as before). */
+  /**
+   * What serialize writes, its properties in the order they have always had (the same bytes as before). Its arrays
+   * are views of the packer's: serialize them before the packer packs again.
+   */
   done(world: unknown): Packed {
+    const count = this.count;
     return {
       v: 2,
       count: this.k,
       trees: this.trees,
       hashes: this.hashes,
-      treeOf: this.treeOf,
-      slots: this.slots,
+      treeOf: this.treeOf.subarray(0, count),
+      slots: this.slots.subarray(0, count),
       labels: this.labels,
-      status: this.status,
-      selfKind: this.selfKind,
+      status: this.status.subarray(0, this.statusLength),
+      selfKind: this.selfKind.subarray(0, count),
       selfOther: this.selfOther,
       world,
       numbers: this.numbers.done(),
@@ -397,6 +469,23 @@ class Packer {
       selfValues: this.selfValues.done(),
     };
   }
+}
+
+/** The packer a thread keeps between packs (none while one packs: two packs at once each have their own). */
+let sparePacker: Packer | null = null;
+/** A packer larger than this is not kept (a session of a hundred thousand agents or more: its memory is given back). */
+const KEEP_PACKER_BYTES = 8 << 20;
+
+function takePacker(count: number, statusLength: number, numbersLength: number, fields: readonly string[] | null): Packer {
+  const p = sparePacker;
+  if (p === null) return new Packer(count, statusLength, numbersLength, fields);
+  sparePacker = null;
+  p.reset(count, statusLength, numbersLength, fields);
+  return p;
+}
+
+function releasePacker(p: Packer): void {
+  if (p.bytes <= KEEP_PACKER_BYTES) sparePacker = p;
 }
 
 /** Pushes `obj`'s values of a fixed list of keys, in that order, onto a column. */
