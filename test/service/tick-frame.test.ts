@@ -22,6 +22,9 @@ const DT = 0.05;
 /** An action that runs until its result comes, its args what the agent saw when it started: world, blackboard, row. */
 const GO = { blackboard: { mood: 1 }, root: { type: 'action', action: 'go', args: { w: 'world.w', m: 'bb.mood', x: 'self.x', r: 'rand()' } } };
 
+/** An instant action every tick the agent ticks, with the row it sees then. */
+const SEE = { root: { type: 'action', action: 'see', args: { x: 'self.x' }, instant: true } };
+
 let dir: string;
 let inline: AgentPool;
 let workers: AgentPool;
@@ -31,6 +34,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'canopy-tick-frame-'));
   mkdirSync(join(dir, 'trees'));
   writeFileSync(join(dir, 'trees', 'go.json'), JSON.stringify(GO));
+  writeFileSync(join(dir, 'trees', 'see.json'), JSON.stringify(SEE));
   inline = await createAgentPool({ trees: join(dir, 'trees'), workers: 0 });
   // Two workers, each session whole on one (the default affinity): its frames go in one message.
   workers = await createAgentPool({ trees: join(dir, 'trees'), workers: 2 });
@@ -42,11 +46,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function open(ids: readonly AgentId[]): string {
+function open(ids: readonly AgentId[], tree = 'go', every: (i: number) => number = () => 1): string {
   const s = `f${++sessionNo}`;
   for (const pool of [inline, workers]) {
     pool.createSession(s, { fields: FIELDS, maxAgents: 1000 });
-    expect(pool.spawn(s, ids.map((id, i) => ({ id, tree: 'go', seed: i }))).errors).toEqual([]);
+    expect(pool.spawn(s, ids.map((id, i) => ({ id, tree, seed: i, every: every(i) }))).errors).toEqual([]);
   }
   return s;
 }
@@ -107,6 +111,26 @@ describe('a lockstep frame applied and ticked in one message (tickFrame)', () =>
       expect(b, `tick ${tick}`).toEqual(a);
       expect(a.unknown).toBe(1);
       results = resultsOf(a.decisions, tick % 3 === 0);
+    }
+  });
+
+  it('each agent ticks with the last row it was sent, with level of detail too (rows sent while it waits out its interval)', async () => {
+    const ids = Array.from({ length: 24 }, (_, i) => (i % 2 === 0 ? i : `s${i}`));
+    for (const every of [(): number => 1, (i: number): number => [1, 2, 3][i % 3]!]) {
+      const s = open(ids, 'see', every);
+      let seen = 0;
+      for (let tick = 1; tick <= 12; tick++) {
+        // Rows missing for some agents each tick, one agent in two rows (the last wins).
+        const rows = ids.filter((_, i) => (i + tick) % 3 !== 0).map((id, i) => [id, tick * 100 + i]);
+        rows.push([ids[5]!, -tick]);
+        const frame: Frame = { tick, rows };
+        const [a, b] = await Promise.all([inlineFrame(s, frame), workerFrame(s, frame)]);
+        expect(b, `tick ${tick}`).toEqual(a);
+        const actions = actionsOf(a.decisions);
+        expect(actions.find(([id]) => id === ids[5])?.[3].x ?? -tick).toBe(-tick);
+        seen += actions.length;
+      }
+      expect(seen).toBeGreaterThan(ids.length * 3);
     }
   });
 
