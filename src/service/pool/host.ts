@@ -305,6 +305,7 @@ function tickAgents(
   progress: Pick<ProgressBoard, 'agent'> | null,
   staged: HostSession | null,
   stage: number,
+  results: PendingResults | null,
 ): void {
   // The frame's rows read into spare observations (StageReader): each agent stamped `stage` swaps in its spare here,
   // as it is ticked, rather than in a loop of its own before (one more touch of each agent; that loop was 6–9 % of a
@@ -312,10 +313,14 @@ function tickAgents(
   const stamps = staged === null ? null : staged.stamps;
   const spares = staged === null ? EMPTY_OBSERVATIONS : staged.spares;
   const observations = staged === null ? EMPTY_OBSERVATIONS : staged.observations;
+  // The frame's results, each agent's delivered right before it ticks (deliverFrameResults).
+  const resultStamps = results === null ? null : results.stamps;
+  const resultStage = results === null ? 0 : results.stage;
   for (let i = 0; i < agents.length; i++) {
     const a = agents[i];
     if (a === null || a === undefined) continue;
     if (stamps !== null && stamps[i] === stage) swapSpare(spares, observations, i, a);
+    if (resultStamps !== null && resultStamps[i] === resultStage) results!.deliver(i, a);
     // Most ticks the world is the one the agent has: setting it again would only re-check its prototype.
     if (a.world !== world) a.world = world;
     out.slot = i;
@@ -596,7 +601,9 @@ export class AgentHost {
           if (a !== null && a !== undefined) a.deliverResult(data[i * 3 + 1]!, data[i * 3 + 2] === 1);
         }
       }
-      if (stage !== null && !refused && stage.frameResults >= 0) unknownResults = deliverFrameResults(s, stage.frame, stage.frameResults);
+      // Without level of detail, every agent ticks now: its results wait for its tick (tickAgents), all at hand then.
+      const deferResults = stage !== null && !refused && stage.frameResults >= 0 && s.lod === null;
+      if (stage !== null && !refused && stage.frameResults >= 0) unknownResults = deliverFrameResults(s, stage.frame, stage.frameResults, deferResults);
       if (order.world !== null) s.world = worldOf(order.world);
       if (refused) {
         return { t: 'ticked', req: order.req, ms: performance.now() - started, decisions: out.shared(order.columns), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
@@ -614,7 +621,10 @@ export class AgentHost {
         if (swap !== NO_SWAP) swapStamped(s, swap);
         this.tickLod(s, lod, order, out);
       }
-      if (lod === null) tickAgents(agents, time, dt, world, out, stops, progress, swap === NO_SWAP ? null : s, swap);
+      if (lod === null) {
+        tickAgents(agents, time, dt, world, out, stops, progress, swap === NO_SWAP ? null : s, swap, deferResults ? pendingResults : null);
+        if (deferResults) pendingResults.clear();
+      }
       const unsendable = out.takeUnsendable();
       if (unsendable !== null) this.stopUnsendable(agents, unsendable, out);
       progress?.ticked();
@@ -991,22 +1001,105 @@ function applyStagedRows(s: HostSession, frame: Uint8Array, count: number): numb
 /**
  * Delivers the results a stage's frame holds (TickStage `frameResults`, checked by the router's reader, read here:
  * the main thread no longer reads, routes and copies each one). The ids of those that name no agent here, or null.
+ * `defer`: each agent's results are left in `pendingResults` for tickAgents to deliver right before it ticks the
+ * agent (its state is at hand then: delivered here, each result was a few cache misses of its own); in the frame's
+ * order, after any delivered before.
  */
-function deliverFrameResults(s: HostSession, frame: Uint8Array, start: number): AgentId[] | null {
+function deliverFrameResults(s: HostSession, frame: Uint8Array, start: number, defer: boolean): AgentId[] | null {
   const results = readResultsAt(frame, start);
   if (results === undefined) throw new Error('results in a stage that do not read (a bug)');
   const { ids, seqs, ok } = results;
+  const count = results.count;
   const agents = s.agents;
   let unknown: AgentId[] | null = null;
-  for (let i = 0; i < results.count; i++) {
+  if (!defer) {
+    for (let i = 0; i < count; i++) {
+      const id = ids[i]!;
+      const slot = s.slotOf(id);
+      const a = slot < 0 ? undefined : agents[slot];
+      if (a === null || a === undefined) (unknown ??= []).push(id);
+      else a.deliverResult(seqs[i]!, ok[i] === 1);
+    }
+    return unknown;
+  }
+  const pending = pendingResults.start(agents.length, count, seqs, ok);
+  const slots = pending.slotOfResult;
+  for (let i = 0; i < count; i++) {
     const id = ids[i]!;
     const slot = s.slotOf(id);
     const a = slot < 0 ? undefined : agents[slot];
-    if (a === null || a === undefined) (unknown ??= []).push(id);
-    else a.deliverResult(seqs[i]!, ok[i] === 1);
+    if (a === null || a === undefined) {
+      (unknown ??= []).push(id);
+      slots[i] = -1;
+    } else slots[i] = slot;
+  }
+  // Each agent's results chained in the frame's order: built from the last.
+  for (let i = count - 1; i >= 0; i--) {
+    const slot = slots[i]!;
+    if (slot >= 0) pending.add(slot, i);
   }
   return unknown;
 }
+
+/**
+ * A frame's results waiting for their agents' ticks (deliverFrameResults with `defer`): per slot, the first of its
+ * results (`first`, valid where `stamps` holds this tick's number), each result's next for the same agent (`next`,
+ * -1: none).
+ */
+class PendingResults {
+  /** This tick's number: never 0, which every slot's stamp starts at. */
+  stage = 0;
+  stamps = new Int32Array(0);
+  first = new Int32Array(0);
+  next = new Int32Array(0);
+  slotOfResult = new Int32Array(0);
+  seqs: Float64Array = new Float64Array(0);
+  ok: Uint8Array = new Uint8Array(0);
+
+  start(slots: number, count: number, seqs: Float64Array, ok: Uint8Array): this {
+    if (this.stamps.length < slots) {
+      const n = Math.max(slots, this.stamps.length * 2);
+      this.stamps = new Int32Array(n);
+      this.first = new Int32Array(n);
+    }
+    if (this.next.length < count) {
+      const n = Math.max(count, this.next.length * 2);
+      this.next = new Int32Array(n);
+      this.slotOfResult = new Int32Array(n);
+    }
+    this.stage = (this.stage + 1) | 0 || 1;
+    this.seqs = seqs;
+    this.ok = ok;
+    return this;
+  }
+
+  /** Result i for the agent in `slot`, before any added for it so far. */
+  add(slot: number, i: number): void {
+    if (this.stamps[slot] === this.stage) this.next[i] = this.first[slot]!;
+    else {
+      this.stamps[slot] = this.stage;
+      this.next[i] = -1;
+    }
+    this.first[slot] = i;
+  }
+
+  /** Delivers agent `slot`'s results to it. */
+  deliver(slot: number, a: Agent): void {
+    const { next, seqs, ok } = this;
+    for (let i = this.first[slot]!; i >= 0; i = next[i]!) a.deliverResult(seqs[i]!, ok[i] === 1);
+  }
+
+  /** Nothing waits any more (its arrays hold only the last frame's columns). */
+  clear(): void {
+    this.stage = (this.stage + 1) | 0 || 1;
+    this.seqs = EMPTY_SEQS;
+    this.ok = EMPTY_OK;
+  }
+}
+
+const EMPTY_SEQS = new Float64Array(0);
+const EMPTY_OK = new Uint8Array(0);
+const pendingResults = new PendingResults();
 
 /** The world as a tick order carries it. */
 function worldOf(update: WorldUpdate): unknown {
