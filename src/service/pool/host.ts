@@ -54,8 +54,10 @@ class HostSession {
    * frame may still be refused), then each becomes its agent's observation and the one it replaces the spare.
    */
   readonly spares: Array<Record<string, unknown> | null> = [];
-  /** Per slot: the last stage read (its number) that had a row for the agent: a second row for it there is not a second swap. */
+  /** Per slot: the number of the last stage read that had a row for the agent (StageReader; tickAgents swaps those in). */
   stamps = new Int32Array(0);
+  /** The number of this session's last stage read (from 1; the stamps are cleared before it would wrap around). */
+  stage = 0;
   /**
    * Agent id → slot, for the rows of snapshot frames this host finds its agents in itself (`stage`): small
    * non-negative integer ids in `dense` (-1: none), others in `named`. As the router's routes, for this host's agents.
@@ -914,8 +916,7 @@ class StageReader implements RowReader {
     this.view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
     this.last = frame.length;
     this.unknown = 0;
-    // Never 0, which every slot's stamp starts at.
-    this.stage = (this.stage + 1) | 0 || 1;
+    this.stage = nextStamp(s, s.stamps);
     cursor.frame(frame);
     try {
       return checkFrameRows(frame, start, count, width, stageIds, stageOffsets, known, this);
@@ -1067,7 +1068,7 @@ class PendingResults {
       this.next = new Int32Array(n);
       this.slotOfResult = new Int32Array(n);
     }
-    this.stage = (this.stage + 1) | 0 || 1;
+    this.stage = nextStamp(this, this.stamps);
     this.seqs = seqs;
     this.ok = ok;
     return this;
@@ -1091,10 +1092,23 @@ class PendingResults {
 
   /** Nothing waits any more (its arrays hold only the last frame's columns). */
   clear(): void {
-    this.stage = (this.stage + 1) | 0 || 1;
+    this.stage = nextStamp(this, this.stamps);
     this.seqs = EMPTY_SEQS;
     this.ok = EMPTY_OK;
   }
+}
+
+/**
+ * The next number of a counter whose numbers stamp slots (`stamps`): never 0, which every stamp starts at, and never
+ * one a slot still holds from before — at the largest int32 the stamps are cleared and the count starts again, where
+ * a number that wrapped around would, some months into a busy service, have matched a stamp as old.
+ */
+export function nextStamp(counter: { stage: number }, stamps: Int32Array): number {
+  if (counter.stage >= 0x7fffffff) {
+    stamps.fill(0);
+    counter.stage = 0;
+  }
+  return ++counter.stage;
 }
 
 const EMPTY_SEQS = new Float64Array(0);
