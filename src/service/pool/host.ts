@@ -592,7 +592,7 @@ export class AgentHost {
         }
       }
       // Rows read into the spares become the observations as their agents tick (tickAgents: one touch of each agent).
-      const swap = stage !== null && read ? stageReader.stage : NO_SWAP;
+      const swap = read ? s.stage : NO_SWAP;
       if (stage !== null && !refused) unknown = read ? stageReader.unknown : applyStagedRows(s, stage.frame, stage.count);
       if (order.results !== null) {
         const data = order.results.data;
@@ -604,8 +604,9 @@ export class AgentHost {
         }
       }
       // Without level of detail, every agent ticks now: its results wait for its tick (tickAgents), all at hand then.
-      const deferResults = stage !== null && !refused && stage.frameResults >= 0 && s.lod === null;
-      if (stage !== null && !refused && stage.frameResults >= 0) unknownResults = deliverFrameResults(s, stage.frame, stage.frameResults, deferResults);
+      const frameResults = stage !== null && !refused && stage.frameResults >= 0;
+      const deferResults = frameResults && s.lod === null;
+      if (frameResults) unknownResults = deliverFrameResults(s, stage.frame, stage.frameResults, deferResults);
       if (order.world !== null) s.world = worldOf(order.world);
       if (refused) {
         return { t: 'ticked', req: order.req, ms: performance.now() - started, decisions: out.shared(order.columns), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
@@ -622,8 +623,7 @@ export class AgentHost {
       if (lod !== null) {
         if (swap !== NO_SWAP) swapStamped(s, swap);
         this.tickLod(s, lod, order, out);
-      }
-      if (lod === null) {
+      } else {
         tickAgents(agents, time, dt, world, out, stops, progress, swap === NO_SWAP ? null : s, swap, deferResults ? pendingResults : null);
         if (deferResults) pendingResults.clear();
       }
@@ -886,8 +886,8 @@ function checkStage(frame: Uint8Array, start: number, count: number, width: numb
 
 /**
  * Reads a stage's rows into the agents' spare observations while checkFrameRows checks them (a RowReader): `read`
- * is true when every row passed, each agent that had a row then stamped with the read's number (`stage`, in
- * HostSession.stamps; an agent in two rows has its spare hold the last row's values), and `unknown` rows naming no
+ * is true when every row passed, each agent that had a row then stamped with the read's number (HostSession.stage, in
+ * its stamps; an agent in two rows has its spare hold the last row's values), and `unknown` rows naming no
  * agent here. False when the check refused them: nothing visible changed.
  */
 class StageReader implements RowReader {
@@ -895,8 +895,6 @@ class StageReader implements RowReader {
   private bytes: Uint8Array = EMPTY_FRAME;
   private view: DataView = EMPTY_VIEW;
   private last = 0;
-  /** This read's number (HostSession.stamps). */
-  stage = 0;
   /** Rows of this read that name no agent of the session. */
   unknown = 0;
   /** What rows that name no agent here are read into: they are checked all the same. */
@@ -916,7 +914,7 @@ class StageReader implements RowReader {
     this.view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength);
     this.last = frame.length;
     this.unknown = 0;
-    this.stage = nextStamp(s, s.stamps);
+    nextStamp(s, s.stamps); // this read's number: s.stage
     cursor.frame(frame);
     try {
       return checkFrameRows(frame, start, count, width, stageIds, stageOffsets, known, this);
@@ -937,7 +935,7 @@ class StageReader implements RowReader {
       this.unknown++;
       obs = this.scratch;
     } else {
-      s.stamps[slot] = this.stage;
+      s.stamps[slot] = s.stage;
       obs = s.spares[slot] ?? (s.spares[slot] = {});
     }
     return s.readFrameRow!(obs, this.bytes, this.view, p, this.last, cursor);
@@ -1012,19 +1010,8 @@ function deliverFrameResults(s: HostSession, frame: Uint8Array, start: number, d
   const { ids, seqs, ok } = results;
   const count = results.count;
   const agents = s.agents;
+  const slots = pendingResults.slotsFor(count);
   let unknown: AgentId[] | null = null;
-  if (!defer) {
-    for (let i = 0; i < count; i++) {
-      const id = ids[i]!;
-      const slot = s.slotOf(id);
-      const a = slot < 0 ? undefined : agents[slot];
-      if (a === null || a === undefined) (unknown ??= []).push(id);
-      else a.deliverResult(seqs[i]!, ok[i] === 1);
-    }
-    return unknown;
-  }
-  const pending = pendingResults.start(agents.length, count, seqs, ok);
-  const slots = pending.slotOfResult;
   for (let i = 0; i < count; i++) {
     const id = ids[i]!;
     const slot = s.slotOf(id);
@@ -1034,6 +1021,11 @@ function deliverFrameResults(s: HostSession, frame: Uint8Array, start: number, d
       slots[i] = -1;
     } else slots[i] = slot;
   }
+  if (!defer) {
+    for (let i = 0; i < count; i++) if (slots[i]! >= 0) agents[slots[i]!]!.deliverResult(seqs[i]!, ok[i] === 1);
+    return unknown;
+  }
+  const pending = pendingResults.start(agents.length, seqs, ok);
   // Each agent's results chained in the frame's order: built from the last.
   for (let i = count - 1; i >= 0; i--) {
     const slot = slots[i]!;
@@ -1057,18 +1049,24 @@ class PendingResults {
   seqs: Float64Array = new Float64Array(0);
   ok: Uint8Array = new Uint8Array(0);
 
-  start(slots: number, count: number, seqs: Float64Array, ok: Uint8Array): this {
-    if (this.stamps.length < slots) {
-      const n = Math.max(slots, this.stamps.length * 2);
-      this.stamps = new Int32Array(n);
-      this.first = new Int32Array(n);
-    }
+  /** Room for `count` results: the array each result's slot is found into (-1: no agent here). */
+  slotsFor(count: number): Int32Array {
     if (this.next.length < count) {
       const n = Math.max(count, this.next.length * 2);
       this.next = new Int32Array(n);
       this.slotOfResult = new Int32Array(n);
     }
-    this.stage = nextStamp(this, this.stamps);
+    return this.slotOfResult;
+  }
+
+  /** A frame's results, `seqs` and `ok`, to wait for the ticks of a session of `slots` slots (add each, after slotsFor). */
+  start(slots: number, seqs: Float64Array, ok: Uint8Array): this {
+    if (this.stamps.length < slots) {
+      const n = Math.max(slots, this.stamps.length * 2);
+      this.stamps = new Int32Array(n);
+      this.first = new Int32Array(n);
+    }
+    nextStamp(this, this.stamps);
     this.seqs = seqs;
     this.ok = ok;
     return this;
@@ -1092,7 +1090,7 @@ class PendingResults {
 
   /** Nothing waits any more (its arrays hold only the last frame's columns). */
   clear(): void {
-    this.stage = nextStamp(this, this.stamps);
+    nextStamp(this, this.stamps);
     this.seqs = EMPTY_SEQS;
     this.ok = EMPTY_OK;
   }
