@@ -41,6 +41,8 @@ import { SnapshotRefused, rotateToken, type Session, type SessionOutput, type Tr
 import type { Durability } from './durable/durability.js';
 import type { Tally } from './metrics.js';
 import { WARMUP_REASON } from './sessions/registry.js';
+import { framePool } from './pool/frames.js';
+import { receiveIntoFrames } from './receive.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 64;
@@ -82,6 +84,8 @@ export const wsRoutes: FastifyPluginAsync<{ ctx: ServiceContext }> = async (app,
   }, ctx.tuning.pingIntervalMs);
   pinger.unref();
   app.addHook('onClose', async () => clearInterval(pinger));
+  // Large snapshots arrive straight in the workers' shared frame memory (receive.ts).
+  if (!receiveIntoFrames(framePool)) app.log.warn('ws: large messages are received and then copied for the workers (receive.ts could not hook this ws version)');
   // New sessions are refused while the service starts or drains: 503 at the upgrade, no socket.
   app.addHook('onRequest', async (request, reply) => {
     if (ctx.phase !== 'ready' && !(ctx.phase === 'starting' && isWarmup(ctx, request.headers[WARMUP_HEADER]))) {
@@ -568,6 +572,9 @@ class Connection implements LiveConnection, SessionOutput {
         if (unread !== undefined && !session.ended) await this.unreadRows(session, unread, raw);
         return;
       }
+      // Ticked in one go: the recorder copied the frame, the durable log sealed it, and the workers and the recovery
+      // log hold it themselves. If it was received into frame memory, its buffer is free once they let go too.
+      if (unread !== undefined) framePool.release(raw);
       this.entryErrors([...refused, ...out.errors], omitted, msg.id);
       decisions = out.decisions;
       encoded = out.encoded; // the recorder's bytes of this frame, when the session is recorded

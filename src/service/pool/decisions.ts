@@ -35,6 +35,7 @@ import {
   type DoneDecision,
 } from '../../protocol/index.js';
 import type { Decisions } from './types.js';
+import { copyBytes } from './copy-bytes.js';
 import { LOG_LINES_PER_TICK, hasLogs, levelIndex, type LogColumns } from './logs.js';
 
 const MIN_ENTRIES = 64;
@@ -418,7 +419,7 @@ function mergeTuples<T>(parts: readonly DecisionLists[], list: number): EncodedT
     // entry's ordinal: those misses were 1.5 % of the main thread).
     if (only.slotsInSpawnOrder === true ? inSlotOrder(t) : inSpawnOrder(t, only.ordinals)) {
       const out = carve(t.size);
-      out.set(t.bytes.subarray(0, t.size));
+      copyBytes(t.bytes, out, 0, 0, t.size);
       return new EncodedTuples(t.n, out);
     }
   }
@@ -445,7 +446,7 @@ function mergeTuples<T>(parts: readonly DecisionLists[], list: number): EncodedT
     // A tuple is some 5 to 40 bytes: a loop copies that faster than a view and set() would.
     if (end - start < 128) for (let b = start; b < end; b++) out[to++] = bytes[b]!;
     else {
-      out.set(bytes.subarray(start, end), to);
+      copyBytes(bytes, out, to, start, end);
       to += end - start;
     }
   }

@@ -8,7 +8,12 @@
 // checkpoint covers the tick). At zero holds it goes back to a free list. A copy some holder never gives back
 // (a log forgotten with its worker, a session dropped) is simply left to the garbage collector: a missed
 // release costs an allocation, never a frame overwritten while someone may still read it.
+//
+// A large message can also be received straight into one of these buffers (receive(), used by the WebSocket
+// receiver: ../receive.ts), and is then handed to the workers as it is, without a copy. The receiver is one more
+// holder, released by whoever knows the message is done with (ws.ts, after a lockstep frame ticked in one go).
 
+import { copyBytes } from './copy-bytes.js';
 import { FreeBuffers } from './free-buffers.js';
 
 /** Buffer sizes are rounded up to this, so that frames of a session, a few bytes apart, fit each other's buffers. */
@@ -23,8 +28,8 @@ interface Entry {
 
 export class FramePool {
   private readonly free: FreeBuffers<SharedArrayBuffer>;
-  /** Frames handed out by copy() and not yet back, by their view (weakly: a view dropped unreleased takes its entry). */
-  private readonly out = new WeakMap<Uint8Array, Entry>();
+  /** Buffers handed out by copy() and receive() and not yet back (weakly: a buffer dropped unreleased takes its entry). */
+  private readonly out = new WeakMap<ArrayBufferLike, Entry>();
   /** Buffers reused and allocated so far (figures and tests). */
   reused = 0;
   allocated = 0;
@@ -33,9 +38,47 @@ export class FramePool {
     this.free = new FreeBuffers(maxFreeBytes);
   }
 
-  /** `bytes` copied into shared memory: a view of exactly its length, on a free buffer when one fits. */
+  /**
+   * `bytes` in shared memory: `bytes` itself when it is already in a buffer of this pool (received()), else a copy,
+   * a view of exactly its length on a free buffer when one fits.
+   */
   copy(bytes: Uint8Array): Uint8Array {
-    const size = Math.max(GRAIN, Math.ceil(bytes.length / GRAIN) * GRAIN);
+    if (this.out.has(bytes.buffer)) return bytes;
+    const view = new Uint8Array(this.take(bytes.length), 0, bytes.length);
+    copyBytes(bytes, view, 0, 0, bytes.length);
+    return view;
+  }
+
+  /**
+   * A Buffer of `length` bytes for a message being received, on a free buffer when one fits, held once by the
+   * receiver: it goes back to the free list only after release() for the receiver too. Unreleased, it is left to
+   * the garbage collector.
+   */
+  receive(length: number): Buffer {
+    const buffer = this.take(length);
+    this.out.get(buffer)!.holds = 1;
+    return Buffer.from(buffer, 0, length);
+  }
+
+  /** One more holder of `frame` (a worker it is posted to, a log keeping it). No-op for frames not in this pool. */
+  hold(frame: Uint8Array): void {
+    const e = this.out.get(frame.buffer);
+    if (e !== undefined) e.holds++;
+  }
+
+  /** A holder let go of `frame`; the last one returns its buffer to the free list. */
+  release(frame: Uint8Array): void {
+    const buffer = frame.buffer;
+    const e = this.out.get(buffer);
+    if (e === undefined || e.holds <= 0) return;
+    if (--e.holds > 0) return;
+    this.out.delete(buffer);
+    this.free.give(e.buffer);
+  }
+
+  /** A buffer for `length` bytes, counted out (no holder yet). */
+  private take(length: number): SharedArrayBuffer {
+    const size = Math.max(GRAIN, Math.ceil(length / GRAIN) * GRAIN);
     let buffer = this.free.take(size);
     if (buffer === undefined) {
       buffer = new SharedArrayBuffer(size);
@@ -43,27 +86,13 @@ export class FramePool {
     } else {
       this.reused++;
     }
-    const view = new Uint8Array(buffer, 0, bytes.length);
-    view.set(bytes);
-    this.out.set(view, { buffer, holds: 0 });
-    return view;
-  }
-
-  /** One more holder of `frame` (a worker it is posted to, a log keeping it). No-op for frames not from copy(). */
-  hold(frame: Uint8Array): void {
-    const e = this.out.get(frame);
-    if (e !== undefined) e.holds++;
-  }
-
-  /** A holder let go of `frame`; the last one returns its buffer to the free list. */
-  release(frame: Uint8Array): void {
-    const e = this.out.get(frame);
-    if (e === undefined || e.holds <= 0) return;
-    if (--e.holds > 0) return;
-    this.out.delete(frame);
-    this.free.give(e.buffer);
+    this.out.set(buffer, { buffer, holds: 0 });
+    return buffer;
   }
 }
+
+/** The process's frame buffers: the workers' copies (every WorkerPool's) and the messages received into them. */
+export const framePool = new FramePool();
 
 /** Holders of frames: what the recovery journal tells about the frames it keeps and drops. */
 export interface FrameHolds {

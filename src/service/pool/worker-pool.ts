@@ -8,7 +8,7 @@ import type { TreeLookup } from './host.js';
 import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
 import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
-import { FramePool } from './frames.js';
+import { framePool } from './frames.js';
 import { DEFAULT_CHECKPOINT_MS, DEFAULT_CHECKPOINT_TICKS, RecoveryJournal, type RecoveryStats } from './recovery.js';
 import type { PoolLogger, PoolOptions } from './types.js';
 import { framesOf, type FromHost, type HostRequest, type ToHost, type TreesOrder, type WorkerHello, type WorldUpdate } from './wire.js';
@@ -100,8 +100,8 @@ export class WorkerPool extends PoolRouter {
   private closed = false;
   /** Checkpoints and order logs for crash recovery; null when PoolOptions.checkpointMs is negative. */
   private readonly journal: RecoveryJournal | null;
-  /** The shared copies of snapshot frames (shareFrame), reused once the workers and the journal let go. */
-  private readonly frameCopies = new FramePool();
+  /** The shared copies of snapshot frames (shareFrame), reused once the workers and the journal let go: the process's pool, which also holds the messages received into it (receive.ts). */
+  private readonly frameCopies = framePool;
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
     super(trees, options.workers, logger);
@@ -240,8 +240,9 @@ export class WorkerPool extends PoolRouter {
   }
 
   /**
-   * Copied once into a SharedArrayBuffer: every worker reads the same bytes (posting it copies nothing), and
-   * the recovery log keeps it by reference. Measured against a structured clone per worker: see docs/capacity.md.
+   * Copied once into a SharedArrayBuffer, unless it was received into one (receive.ts): every worker reads the same
+   * bytes (posting it copies nothing), and the recovery log keeps it by reference. Measured against a structured
+   * clone per worker: see docs/capacity.md.
    */
   protected shareFrame(bytes: Uint8Array): Uint8Array {
     return this.frameCopies.copy(bytes);
