@@ -26,7 +26,6 @@ interface ReceiverState {
   _binaryType: string;
   _compressed: boolean;
   _fin: boolean;
-  _isServer: boolean;
   _opcode: number;
   consume(n: number): Buffer;
 }
@@ -42,10 +41,25 @@ const Receiver = (ws as unknown as { Receiver: ReceiverClass }).Receiver;
 let installed: FramePool | null = null;
 
 /**
- * Makes every server-side ws Receiver of the process receive single-frame binary messages of MIN_RECEIVED_BYTES
- * or more that span socket reads into `frames`: the message is a Buffer on a pooled shared buffer, held once for
- * its receiver (FramePool.receive). Returns false, and changes nothing, when this ws's Receiver does not work as
- * this expects. Idempotent for the same pool.
+ * The receivers whose messages go into frame memory: those of connections that release each message once it is
+ * handled (ws.ts: lockstep sessions, whose every message is done with when its handling resolves). Any other
+ * receiver's messages stay ws's own Buffers, which nothing recycles.
+ */
+const takers = new WeakSet<object>();
+
+/** Messages on `socket` (a ws WebSocket) are received into frame memory from now on; false when the hook is not in place. */
+export function receiveFramesOn(socket: object): boolean {
+  const receiver = (socket as { _receiver?: unknown })._receiver;
+  if (installed === null || typeof receiver !== 'object' || receiver === null) return false;
+  takers.add(receiver);
+  return true;
+}
+
+/**
+ * Makes the ws Receivers of the process that receiveFramesOn() named receive single-frame binary messages of
+ * MIN_RECEIVED_BYTES or more that span socket reads into `frames`: the message is a Buffer on a pooled shared buffer,
+ * held once for its receiver (FramePool.receive), which the connection releases. Returns false, and changes nothing,
+ * when this ws's Receiver does not work as this expects. Idempotent for the same pool.
  */
 export function receiveIntoFrames(frames: FramePool): boolean {
   if (installed !== null) return installed === frames;
@@ -55,7 +69,7 @@ export function receiveIntoFrames(frames: FramePool): boolean {
   proto.consume = function (this: ReceiverState, n: number): Buffer {
     const buffers = this._buffers;
     const first = buffers[0];
-    if (n < MIN_RECEIVED_BYTES || first === undefined || n <= first.length || this._opcode !== 2 || !this._fin || this._compressed || !this._isServer || this._binaryType !== 'nodebuffer') {
+    if (n < MIN_RECEIVED_BYTES || first === undefined || n <= first.length || this._opcode !== 2 || !this._fin || this._compressed || this._binaryType !== 'nodebuffer' || !takers.has(this)) {
       return consume.call(this, n);
     }
     const message = frames.receive(n);
@@ -94,6 +108,7 @@ function selfTest(frames: FramePool): boolean {
   const ping = Buffer.from([0x89, 0x80, 0, 0, 0, 0]);
   const wire = Buffer.concat([head, masked, ping]);
   const receiver = new Receiver({ isServer: true, binaryType: 'nodebuffer', allowSynchronousEvents: true });
+  takers.add(receiver);
   let message: Buffer | null = null;
   let pinged = false;
   receiver.on('message', (data: unknown) => {

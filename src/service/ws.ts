@@ -42,7 +42,7 @@ import type { Durability } from './durable/durability.js';
 import type { Tally } from './metrics.js';
 import { WARMUP_REASON } from './sessions/registry.js';
 import { framePool } from './pool/frames.js';
-import { receiveIntoFrames } from './receive.js';
+import { receiveFramesOn, receiveIntoFrames } from './receive.js';
 
 /** Frames waiting behind a lockstep tick before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 64;
@@ -237,7 +237,11 @@ class Connection implements LiveConnection, SessionOutput {
     }, Math.max(1, this.rate.msUntilToken(now)));
   }
 
-  /** Handles one frame; while a lockstep tick runs, later frames wait in the queue. */
+  /**
+   * Handles one frame; while a lockstep tick runs, later frames wait in the queue. A frame received into the workers'
+   * frame memory (a lockstep session's: receive.ts) is let go of once handled; its buffer is reused once the workers
+   * and the recovery log let go too.
+   */
   private process(bytes: Buffer): void {
     let pending: Promise<void> | undefined;
     try {
@@ -245,9 +249,13 @@ class Connection implements LiveConnection, SessionOutput {
     } catch (err) {
       this.internalError(err);
     }
-    if (pending === undefined) return;
+    if (pending === undefined) {
+      framePool.release(bytes);
+      return;
+    }
     this.busy = true;
     this.handling = pending.then(() => {
+      framePool.release(bytes);
       this.busy = false;
       this.drain();
     });
@@ -556,6 +564,8 @@ class Connection implements LiveConnection, SessionOutput {
       ),
     );
     if (resumed) session.resumed();
+    // Lockstep: each message is done with once handled (process()), so large ones can arrive in frame memory.
+    if (session.mode === 'lockstep') receiveFramesOn(this.socket);
     session.attach(this);
     if (this.warmup) this.log.debug({ session: session.id }, 'start-up warm-up session opened');
     else this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
@@ -572,9 +582,6 @@ class Connection implements LiveConnection, SessionOutput {
         if (unread !== undefined && !session.ended) await this.unreadRows(session, unread, raw);
         return;
       }
-      // Ticked in one go: the recorder copied the frame, the durable log sealed it, and the workers and the recovery
-      // log hold it themselves. If it was received into frame memory, its buffer is free once they let go too.
-      if (unread !== undefined) framePool.release(raw);
       this.entryErrors([...refused, ...out.errors], omitted, msg.id);
       decisions = out.decisions;
       encoded = out.encoded; // the recorder's bytes of this frame, when the session is recorded

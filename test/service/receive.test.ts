@@ -13,7 +13,7 @@ import * as ws from 'ws';
 import { encode } from '../../src/protocol/index.js';
 import { Kind, RecordingReader } from '../../src/record/index.js';
 import { framePool } from '../../src/service/pool/frames.js';
-import { MIN_RECEIVED_BYTES, receiveIntoFrames } from '../../src/service/receive.js';
+import { MIN_RECEIVED_BYTES, receiveFramesOn, receiveIntoFrames } from '../../src/service/receive.js';
 import { http, RawClient, start, writeFixture, type Frame, type Running } from './harness.js';
 
 type Received = { data: Buffer; binary: boolean };
@@ -31,6 +31,12 @@ beforeAll(() => void receiveIntoFrames(framePool));
 it('hooks the ws Receiver of this ws version', () => {
   expect(receiveIntoFrames(framePool)).toBe(true);
 });
+
+/** `receiver`, its messages received into frame memory (as a lockstep connection's: receiveFramesOn). */
+function taking(receiver: Receiver): Receiver {
+  expect(receiveFramesOn({ _receiver: receiver })).toBe(true);
+  return receiver;
+}
 
 /** One WebSocket frame as a client sends it (masked). */
 function wireFrame(opcode: number, fin: boolean, payload: Buffer, mask: Buffer): Buffer {
@@ -95,7 +101,7 @@ describe('the ws Receiver with the hook', () => {
         const points = [...new Set(cuts.map((c) => c % (wire.length + 1)))].toSorted((a, b) => a - b);
         const got: Received[] = [];
         let pings = 0;
-        const receiver = new Receiver({ isServer: true, binaryType: 'nodebuffer', allowSynchronousEvents: true });
+        const receiver = taking(new Receiver({ isServer: true, binaryType: 'nodebuffer', allowSynchronousEvents: true }));
         receiver.on('message', (data, binary) => got.push({ data: data as Buffer, binary }));
         receiver.on('ping', () => pings++);
         receiver.on('error', (err) => {
@@ -124,7 +130,7 @@ describe('the ws Receiver with the hook', () => {
 
   it('a received buffer is reused only after the receiver let go, and a copy of it is no copy', () => {
     const receiveOne = (fill: number): Buffer => {
-      const receiver = new Receiver({ isServer: true, binaryType: 'nodebuffer', allowSynchronousEvents: true });
+      const receiver = taking(new Receiver({ isServer: true, binaryType: 'nodebuffer', allowSynchronousEvents: true }));
       let data: Buffer | null = null;
       receiver.on('message', (d) => (data = d as Buffer));
       const wire = wireFrame(2, true, Buffer.alloc(100_000, fill), Buffer.from([1, 2, 3, 4]));
@@ -156,48 +162,68 @@ describe('end to end', () => {
   /** Every tick, each agent reports the row it sees. */
   const SEE = { root: { type: 'action', action: 'see', args: { x: 'self.x' }, instant: true } };
   const AGENTS = 6000;
+  const ids = Array.from({ length: AGENTS }, (_, i) => i);
+  /** Tick `t`'s snapshot: a float per row (9 bytes), some 77 KB, more than one socket read. */
+  const snapshot = (t: number): Buffer => encode({ t: 'snapshot', tick: t, time: t * 0.05, agents: ids.map((id) => [id, t * 10_000 + id + 0.5]) });
+  /** The agents whose action in decisions `d` did not report tick `t`'s row. */
+  const wrong = (d: Frame, t: number): string[] => {
+    const seen = new Map((d.actions as Array<[number, number, string, { x: number }]>).map(([id, , , args]) => [id, args.x]));
+    return ids.filter((id) => seen.get(id) !== t * 10_000 + id + 0.5).map((id) => `tick ${t}: agent ${id} saw ${seen.get(id)}`);
+  };
   let fixture: Awaited<ReturnType<typeof writeFixture>>;
   let dir: string;
-  let running: Running;
+  let oneWorker: Running;
+  let spread: Running;
 
   beforeAll(async () => {
     fixture = await writeFixture({ see: SEE });
     dir = await mkdtemp(join(tmpdir(), 'canopy-receive-'));
     // Checkpoints every few ticks: the recovery journal lets go of a frame once one covers its tick.
-    running = await start({ trees: fixture.trees, workers: 1, maxAgents: AGENTS, recordDir: join(dir, 'recordings'), tuning: { workerCheckpointMs: 200 } });
+    const options = { trees: fixture.trees, maxAgents: AGENTS, recordDir: join(dir, 'recordings') };
+    [oneWorker, spread] = await Promise.all([
+      start({ ...options, workers: 1, tuning: { workerCheckpointMs: 200 } }),
+      // The session's agents over both workers: its frames are staged (stageRows), then ticked.
+      start({ ...options, workers: 2, tuning: { workerCheckpointMs: 200, sessionAffinity: 0 } }),
+    ]);
   });
 
   afterAll(async () => {
-    await running?.close();
+    await Promise.all([oneWorker?.close(), spread?.close()]);
     await fixture?.remove();
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('lockstep frames received into frame memory and reused: each tick sees its own rows, and the recording holds every frame as sent', async () => {
+  it.each([
+    ['one worker (a frame and its tick in one message)', () => oneWorker],
+    ['two workers (the frame staged, then ticked)', () => spread],
+  ])('%s: lockstep frames received into frame memory and reused; each tick sees its own rows, and the recording holds every frame as sent', async (_name, which) => {
+    const running = which();
     const { client, welcome } = await RawClient.hello(running.wsUrl, { mode: 'lockstep', fields: FIELDS, record: true });
-    const ids = Array.from({ length: AGENTS }, (_, i) => i);
     await client.request({ t: 'spawn', agents: ids.map((id) => ({ id, tree: 'see' })) }, 'spawned');
     const reusedBefore = framePool.reused;
+    const received = countReceived();
     const sent: Buffer[] = [];
     const TICKS = 30;
-    // A float per row (9 bytes): each frame is some 77 KB, more than one socket read.
     const send = (t: number): void => {
-      const frame = encode({ t: 'snapshot', tick: t, time: t * 0.05, agents: ids.map((id) => [id, t * 10_000 + id + 0.5]) });
+      const frame = snapshot(t);
       expect(frame.length).toBeGreaterThan(64 * 1024);
       sent.push(frame);
       client.sendRaw(frame);
     };
     // Four frames in flight: the later ones wait in their own buffers while the first is ticked.
     const AHEAD = 4;
-    for (let t = 1; t <= AHEAD; t++) send(t);
-    for (let t = 1; t <= TICKS; t++) {
-      const d: Frame = await client.next('decisions', (f) => f.tick === t);
-      if (t + AHEAD <= TICKS) send(t + AHEAD);
-      const seen = new Map((d.actions as Array<[number, number, string, { x: number }]>).map(([id, , , args]) => [id, args.x]));
-      expect(seen.size).toBe(AGENTS);
-      expect(ids.filter((id) => seen.get(id) !== t * 10_000 + id + 0.5).map((id) => `tick ${t}: agent ${id} saw ${seen.get(id)}`)).toEqual([]);
+    try {
+      for (let t = 1; t <= AHEAD; t++) send(t);
+      for (let t = 1; t <= TICKS; t++) {
+        const d: Frame = await client.next('decisions', (f) => f.tick === t);
+        if (t + AHEAD <= TICKS) send(t + AHEAD);
+        expect(wrong(d, t)).toEqual([]);
+      }
+    } finally {
+      received.stop();
     }
-    // The frames' buffers came back to the pool and were received into again.
+    expect(received.count).toBe(TICKS);
+    // Their buffers came back to the pool and were received into again.
     expect(framePool.reused - reusedBefore).toBeGreaterThanOrEqual(TICKS / 2);
     const res = await http(running.base, 'DELETE', `/v1/sessions/${welcome.session as string}/recording`);
     expect(res.status).toBe(200);
@@ -207,4 +233,34 @@ describe('end to end', () => {
     expect(recorded.length).toBe(TICKS);
     expect(recorded.map((r, t) => r.equals(sent[t]!))).toEqual(sent.map(() => true));
   }, 60_000);
+
+  it("fixed mode: frames stay in ws's own buffers (a frame's rows wait for the clock's tick), and the agents see them", async () => {
+    const { client } = await RawClient.hello(oneWorker.wsUrl, { mode: 'fixed', hz: 20, fields: FIELDS });
+    await client.request({ t: 'spawn', agents: ids.map((id) => ({ id, tree: 'see' })) }, 'spawned');
+    const received = countReceived();
+    try {
+      for (let t = 1; t <= 5; t++) client.sendRaw(snapshot(t));
+      await client.next('decisions', (d) => wrong(d, 5).length === 0, 10_000);
+    } finally {
+      received.stop();
+    }
+    expect(received.count).toBe(0);
+    await client.close();
+  }, 30_000);
 });
+
+/** Counts the messages received into frame memory until stop(). */
+function countReceived(): { count: number; stop(): void } {
+  const original = framePool.receive;
+  const counter = {
+    count: 0,
+    stop: () => {
+      framePool.receive = original;
+    },
+  };
+  framePool.receive = (length: number) => {
+    counter.count++;
+    return original.call(framePool, length);
+  };
+  return counter;
+}
