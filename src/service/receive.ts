@@ -3,8 +3,9 @@
 // ws joins a message that spans several socket reads into a new Buffer (its Receiver's `consume`), and the pool
 // then copied that Buffer into shared memory for the workers: two copies of every large snapshot on the main
 // thread, the first into a fresh block that glibc maps, and the kernel faults in, each time (blocks over
-// MALLOC_MMAP_THRESHOLD_, 128 KiB as the service starts). Here that join writes into a pooled shared buffer
-// instead, which the pool then hands to the workers as it is (FramePool.copy). docs/capacity.md, *Round twenty-two*.
+// MALLOC_MMAP_THRESHOLD_, 128 KiB as the service starts). For lockstep connections that join writes into a pooled
+// shared buffer instead, which the pool then hands to the workers as it is (FramePool.copy), and which the
+// connection releases once it handled the message (ws.ts). docs/capacity.md, *Round twenty-two*.
 //
 // This replaces a method ws does not document, so it is checked before it is used: receiveIntoFrames() installs it
 // only if a Receiver with it in place parses a test message right, and reports whether it did. Without it, ws

@@ -11,7 +11,7 @@
 //
 // A large message can also be received straight into one of these buffers (receive(), used by the WebSocket
 // receiver: ../receive.ts), and is then handed to the workers as it is, without a copy. The receiver is one more
-// holder, released by whoever knows the message is done with (ws.ts, after a lockstep frame ticked in one go).
+// holder, released by whoever knows the message is done with (ws.ts, once a lockstep session's message is handled).
 
 import { copyBytes } from './copy-bytes.js';
 import { FreeBuffers } from './free-buffers.js';

@@ -100,7 +100,10 @@ export class WorkerPool extends PoolRouter {
   private closed = false;
   /** Checkpoints and order logs for crash recovery; null when PoolOptions.checkpointMs is negative. */
   private readonly journal: RecoveryJournal | null;
-  /** The shared copies of snapshot frames (shareFrame), reused once the workers and the journal let go: the process's pool, which also holds the messages received into it (receive.ts). */
+  /**
+   * The shared copies of snapshot frames (shareFrame), reused once the workers and the journal let go: the process's
+   * pool, which also holds the lockstep messages received into it (receive.ts).
+   */
   private readonly frameCopies = framePool;
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
