@@ -44,7 +44,7 @@ export class FramePool {
    */
   copy(bytes: Uint8Array): Uint8Array {
     if (this.out.has(bytes.buffer)) return bytes;
-    const view = new Uint8Array(this.take(bytes.length), 0, bytes.length);
+    const view = new Uint8Array(this.take(bytes.length, 0), 0, bytes.length);
     copyBytes(bytes, view, 0, 0, bytes.length);
     return view;
   }
@@ -55,9 +55,7 @@ export class FramePool {
    * the garbage collector.
    */
   receive(length: number): Buffer {
-    const buffer = this.take(length);
-    this.out.get(buffer)!.holds = 1;
-    return Buffer.from(buffer, 0, length);
+    return Buffer.from(this.take(length, 1), 0, length);
   }
 
   /** One more holder of `frame` (a worker it is posted to, a log keeping it). No-op for frames not in this pool. */
@@ -76,8 +74,8 @@ export class FramePool {
     this.free.give(e.buffer);
   }
 
-  /** A buffer for `length` bytes, counted out (no holder yet). */
-  private take(length: number): SharedArrayBuffer {
+  /** A buffer for `length` bytes, counted out with `holds` holders. */
+  private take(length: number, holds: number): SharedArrayBuffer {
     const size = Math.max(GRAIN, Math.ceil(length / GRAIN) * GRAIN);
     let buffer = this.free.take(size);
     if (buffer === undefined) {
@@ -86,7 +84,7 @@ export class FramePool {
     } else {
       this.reused++;
     }
-    this.out.set(buffer, { buffer, holds: 0 });
+    this.out.set(buffer, { buffer, holds });
     return buffer;
   }
 }

@@ -100,11 +100,6 @@ export class WorkerPool extends PoolRouter {
   private closed = false;
   /** Checkpoints and order logs for crash recovery; null when PoolOptions.checkpointMs is negative. */
   private readonly journal: RecoveryJournal | null;
-  /**
-   * The shared copies of snapshot frames (shareFrame), reused once the workers and the journal let go: the process's
-   * pool, which also holds the lockstep messages received into it (receive.ts).
-   */
-  private readonly frameCopies = framePool;
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
     super(trees, options.workers, logger);
@@ -116,7 +111,7 @@ export class WorkerPool extends PoolRouter {
     for (const name of trees.names()) this.hashes[name] = trees.get(name)!.hash;
     this.replaced = Array.from({ length: options.workers }, () => []);
     const checkpointMs = options.checkpointMs ?? DEFAULT_CHECKPOINT_MS;
-    this.journal = checkpointMs < 0 ? null : new RecoveryJournal(options.workers, checkpointMs, options.checkpointTicks ?? DEFAULT_CHECKPOINT_TICKS, this.frameCopies);
+    this.journal = checkpointMs < 0 ? null : new RecoveryJournal(options.workers, checkpointMs, options.checkpointTicks ?? DEFAULT_CHECKPOINT_TICKS, framePool);
     this.eluWindows = new EluWindows(options.workers, options.eluWindowMs ?? DEFAULT_ELU_WINDOW_MS, (i) => {
       const t = this.threads[i];
       return t === undefined || !t.isReady || t.gone ? null : t.worker.performance.eventLoopUtilization();
@@ -185,7 +180,7 @@ export class WorkerPool extends PoolRouter {
     // The frames of a tick order are held until the worker answers it (it reads them before ticking), whether by
     // this worker or, after a crash, by its replacement (the journal holds them meanwhile).
     const frames = msg.t === 'tick' ? framesOf(msg) : null;
-    if (frames !== null) for (const f of frames) this.frameCopies.hold(f);
+    if (frames !== null) for (const f of frames) framePool.hold(f);
     let reply = new Promise<FromHost>((resolve, reject) => {
       t.pending.set(msg.req, { resolve, reject });
       t.progress.posting();
@@ -193,7 +188,7 @@ export class WorkerPool extends PoolRouter {
     });
     if (frames !== null) {
       const release = (): void => {
-        for (const f of frames) this.frameCopies.release(f);
+        for (const f of frames) framePool.release(f);
       };
       reply = reply.finally(release);
     }
@@ -243,12 +238,12 @@ export class WorkerPool extends PoolRouter {
   }
 
   /**
-   * Copied once into a SharedArrayBuffer, unless it was received into one (receive.ts): every worker reads the same
-   * bytes (posting it copies nothing), and the recovery log keeps it by reference. Measured against a structured
-   * clone per worker: see docs/capacity.md.
+   * Copied once into a SharedArrayBuffer of the process's frame pool (reused once the workers and the journal let go),
+   * unless it was received into one (receive.ts): every worker reads the same bytes (posting it copies nothing), and
+   * the recovery log keeps it by reference. Measured against a structured clone per worker: see docs/capacity.md.
    */
   protected shareFrame(bytes: Uint8Array): Uint8Array {
-    return this.frameCopies.copy(bytes);
+    return framePool.copy(bytes);
   }
 
   protected elu(host: number): number {
