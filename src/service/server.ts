@@ -14,7 +14,7 @@ import { ErrorCode } from '../protocol/index.js';
 import { HttpErrorCode, respond, setUpBodies } from './http/http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
 import { createAgentPool, type AgentPool } from './pool/index.js';
-import { warmUp, warmUpSession, warmupFields, LATER_TICKS, WARMUP_TICKS, type WarmupResult } from './warmup.js';
+import { warmUp, warmUpSession, warmupFields, LATER_TICKS, TAIL_AGENTS, TAIL_TICKS, WARMUP_TICKS, type WarmupResult } from './warmup.js';
 import { Recordings, recordingRoutes } from './recording/recordings.js';
 import { SessionRegistry, WARMUP_REASON } from './sessions/registry.js';
 import { sessionRoutes } from './http/sessions.js';
@@ -275,6 +275,9 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
           agents: Math.min(tuning.warmupAgents + tuning.warmupAgents / 4, config.maxAgents),
           rounds: 2,
           ticks: Math.min(ticks, LATER_TICKS),
+          tailAgents: Math.min(Math.max(TAIL_AGENTS, tuning.minStagedRows), config.maxAgents),
+          tailTicks: TAIL_TICKS,
+          tailSessions: pool.workerCount,
           maxFrameBytes: config.maxFrameBytes,
           fields,
         }));

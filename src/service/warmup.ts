@@ -20,6 +20,15 @@ const FIELDS = ['warmA', 'warmB', 'warmC', 'warmD'];
 export const WARMUP_TICKS = 60;
 /** Ticks of its later rounds, and of each round of the session layer's warm-up (ws frames, results read on the main thread). */
 export const LATER_TICKS = 5;
+/**
+ * The session layer's long play (warmUpSession's tail): V8 optimizes a function once it has run some hundreds of times
+ * (Maglev, Node 26: about 500 calls), and the code a lockstep message runs once — the frame's head, the route, the
+ * stage, the reply, the merge, the decisions' frame, on the main thread and on the workers — had run only the rounds'
+ * few ticks, so the first game servers' first seconds ran it unoptimized (docs/capacity.md, *Round twenty-three*).
+ * TAIL_AGENTS rows a frame: as many as a frame needs to be staged on its worker, the path a game server's take.
+ */
+export const TAIL_TICKS = 600;
+export const TAIL_AGENTS = 256;
 /** The warm-up's fields when none are given: FIELDS, nothing of the world. */
 const NO_FIELDS_READ: WarmupFields = { self: FIELDS, world: [] };
 /** At most this many of the fields the trees read are given values (a row of hundreds of fields would only slow the warm-up). */
@@ -290,6 +299,14 @@ export interface SessionWarmupOptions {
   readonly rounds: number;
   /** Lockstep ticks per round; 0 to only spawn and despawn (plugin code is never ticked here). */
   readonly ticks: number;
+  /**
+   * After the rounds, `tailSessions` more plays at once with `tailAgents` agents and `tailTicks` ticks each (when
+   * `ticks` > 0; default none): TAIL_AGENTS and TAIL_TICKS in the service.
+   */
+  readonly tailAgents?: number;
+  readonly tailTicks?: number;
+  /** Game servers playing the tail at once (default 1): the pool's workers, so that each runs it. */
+  readonly tailSessions?: number;
   readonly maxFrameBytes: number;
   /** What the game gives values to (warmupFields); default FIELDS for `self`, nothing of the world. */
   readonly fields?: WarmupFields;
@@ -308,40 +325,46 @@ export async function warmUpSession(o: SessionWarmupOptions): Promise<WarmupResu
   const started = performance.now();
   // Spawn frames are the larger ones: about 40 bytes an agent with these ids and tree names.
   const fields = o.fields ?? NO_FIELDS_READ;
-  const agents = Math.min(Math.floor(o.agents), Math.floor(o.maxFrameBytes / 64), rowsPerFrame(o.maxFrameBytes, fields));
+  const fit = Math.min(Math.floor(o.maxFrameBytes / 64), rowsPerFrame(o.maxFrameBytes, fields));
+  const agents = Math.min(Math.floor(o.agents), fit);
   if (agents <= 0 || o.rounds <= 0 || o.trees.length === 0) return { ms: 0, agents: 0, ticks: 0 };
   const deadline = started + (o.timeoutMs ?? 30_000);
   let ticks = 0;
   let done = 0;
   const games: WarmGame[] = [];
-  try {
-    for (let round = 0; round < o.rounds; round++) {
-      const socket = await LoopbackSocket.open(o.url, o.headers, deadline);
-      try {
-        socket.send({ t: 'hello', v: PROTOCOL_VERSION, mode: 'lockstep', fields: fields.self });
-        await socket.next('welcome');
-        const ids: AgentId[] = Array.from({ length: agents }, (_, i) => (i % 3 === 0 ? i : i % 3 === 1 ? 1_000_000 + i : `warm-${i}`));
-        const game = new WarmGame(fields, ids);
-        games.push(game);
-        socket.send({ t: 'spawn', id: 1, agents: ids.map((id, i) => ({ id, tree: o.trees[i % o.trees.length]!, seed: i })) });
-        // The first snapshot right behind the spawn, as a game server that ticks at once sends it.
-        if (o.ticks > 0) socket.send(game.snapshot(1));
-        const spawned = await socket.next('spawned');
-        if (!Array.isArray(spawned['ids']) || spawned['ids'].length !== agents) throw new Error(`warm-up spawn answered ${JSON.stringify(spawned['errors'] ?? null).slice(0, 200)}`);
-        for (let t = 1; t <= o.ticks; t++) {
-          if (t > 1) socket.send(game.snapshot(t));
-          game.decided(t, await socket.next('decisions'));
-          ticks++;
-        }
-        socket.send({ t: 'despawn', id: 2, ids });
-        await socket.next('despawned');
-        socket.send({ t: 'bye' });
-        await socket.closed;
-        done += agents;
-      } finally {
-        socket.terminate();
+  const play = async (count: number, playTicks: number): Promise<void> => {
+    const socket = await LoopbackSocket.open(o.url, o.headers, deadline);
+    try {
+      socket.send({ t: 'hello', v: PROTOCOL_VERSION, mode: 'lockstep', fields: fields.self });
+      await socket.next('welcome');
+      const ids: AgentId[] = Array.from({ length: count }, (_, i) => (i % 3 === 0 ? i : i % 3 === 1 ? 1_000_000 + i : `warm-${i}`));
+      const game = new WarmGame(fields, ids);
+      games.push(game);
+      socket.send({ t: 'spawn', id: 1, agents: ids.map((id, i) => ({ id, tree: o.trees[i % o.trees.length]!, seed: i })) });
+      // The first snapshot right behind the spawn, as a game server that ticks at once sends it.
+      if (playTicks > 0) socket.send(game.snapshot(1));
+      const spawned = await socket.next('spawned');
+      if (!Array.isArray(spawned['ids']) || spawned['ids'].length !== count) throw new Error(`warm-up spawn answered ${JSON.stringify(spawned['errors'] ?? null).slice(0, 200)}`);
+      for (let t = 1; t <= playTicks; t++) {
+        if (t > 1) socket.send(game.snapshot(t));
+        game.decided(t, await socket.next('decisions'));
+        ticks++;
       }
+      socket.send({ t: 'despawn', id: 2, ids });
+      await socket.next('despawned');
+      socket.send({ t: 'bye' });
+      await socket.closed;
+      done += count;
+    } finally {
+      socket.terminate();
     }
+  };
+  try {
+    for (let round = 0; round < o.rounds; round++) await play(agents, o.ticks);
+    // The long plays, one game server per worker at once (each is placed whole on one worker).
+    const tail = Math.min(o.tailAgents ?? 0, fit);
+    const tailTicks = o.tailTicks ?? 0;
+    if (o.ticks > 0 && tail > 0 && tailTicks > 0) await Promise.all(Array.from({ length: Math.max(1, o.tailSessions ?? 1) }, () => play(tail, tailTicks)));
   } catch (err) {
     return { ms: performance.now() - started, agents: done, ticks, ...played(games), error: err instanceof Error ? err.message : String(err) };
   }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createAgentPool, type AgentPool } from '../../src/service/pool/index.js';
-import { WarmGame, WARMUP_TICKS, warmUp, warmupFields } from '../../src/service/warmup.js';
+import { TAIL_AGENTS, TAIL_TICKS, WarmGame, WARMUP_TICKS, warmUp, warmupFields } from '../../src/service/warmup.js';
 import { LIMITS } from '../../src/protocol/index.js';
 import { TreeLibrary } from '../../src/bt/index.js';
 import { RawClient, http, start, type Running } from './harness.js';
@@ -136,7 +136,9 @@ describe('a service that warms up', () => {
     expect(running.server.warmup.pool).toMatchObject({ agents: 600, ticks: WARMUP_TICKS + 10, stopped: 0 });
     expect(running.server.warmup.pool?.actions).toEqual(expect.arrayContaining(['aim', 'fire', 'flee', 'moveTo', 'shoot']));
     expect(running.server.warmup.pool?.error).toBeUndefined();
-    expect(running.server.warmup.session).toMatchObject({ agents: 500, ticks: 10 });
+    // Two rounds of 250 agents and 5 ticks, then the long play: a game server per worker, each TAIL_TICKS ticks of
+    // TAIL_AGENTS agents (frames staged on their worker, as a game server's are).
+    expect(running.server.warmup.session).toMatchObject({ agents: 500 + 2 * TAIL_AGENTS, ticks: 10 + 2 * TAIL_TICKS });
     expect(running.server.warmup.session?.error).toBeUndefined();
     // No trace in the figures: no tick, byte or frame counted, no session open.
     const metrics = String((await http(running.base, 'GET', '/metrics')).body);
@@ -170,7 +172,7 @@ describe('the session layer warm-up, with API keys and every session recorded', 
   });
 
   test('gets in with the first key, records nothing, and lets no other connection in with its header afterwards', async () => {
-    expect(running.server.warmup.session).toMatchObject({ agents: 250, ticks: 10 });
+    expect(running.server.warmup.session).toMatchObject({ agents: 250 + TAIL_AGENTS, ticks: 10 + TAIL_TICKS });
     expect(running.server.warmup.session?.error).toBeUndefined();
     expect((await readdir(recordDir)).filter((f) => !f.startsWith('.'))).toEqual([]);
     // The warm-up's header means nothing once the service is ready: an upgrade without a key is still refused.
