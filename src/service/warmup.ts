@@ -317,9 +317,10 @@ export interface SessionWarmupOptions {
 /**
  * The connection and session layer's warm-up: what a game server does, through a real WebSocket to the service
  * itself — hello, a spawn of `agents` agents with a snapshot right behind it (queued behind the spawn's parts),
- * lockstep ticks, a despawn, bye — `rounds` times. It warms what the pool's warm-up cannot reach: ws frames in and
- * out, the connection's queue and parts (ws.ts), the session's spawn, lockstep and replies. Resolves with what it
- * did; never throws.
+ * lockstep ticks, a despawn, bye — `rounds` times, then the long plays (`tailSessions` game servers at once, each
+ * `tailTicks` ticks of `tailAgents` agents). It warms what the pool's warm-up cannot reach: ws frames in and out,
+ * the connection's queue and parts (ws.ts), the session's spawn, lockstep and replies. Resolves with what it did;
+ * never throws.
  */
 export async function warmUpSession(o: SessionWarmupOptions): Promise<WarmupResult> {
   const started = performance.now();
