@@ -365,7 +365,12 @@ export async function warmUpSession(o: SessionWarmupOptions): Promise<WarmupResu
     // The long plays, one game server per worker at once (each is placed whole on one worker).
     const tail = Math.min(o.tailAgents ?? 0, fit);
     const tailTicks = o.tailTicks ?? 0;
-    if (o.ticks > 0 && tail > 0 && tailTicks > 0) await Promise.all(Array.from({ length: Math.max(1, o.tailSessions ?? 1) }, () => play(tail, tailTicks)));
+    if (o.ticks > 0 && tail > 0 && tailTicks > 0) {
+      // Every play ended (its socket closed) before this returns, even when one failed: none goes on once the service is ready.
+      const ended = await Promise.allSettled(Array.from({ length: Math.max(1, o.tailSessions ?? 1) }, () => play(tail, tailTicks)));
+      const failed = ended.find((r) => r.status === 'rejected');
+      if (failed !== undefined) throw failed.reason;
+    }
   } catch (err) {
     return { ms: performance.now() - started, agents: done, ticks, ...played(games), error: err instanceof Error ? err.message : String(err) };
   }
