@@ -18,6 +18,8 @@ import { existingService, startService, treesFolderFor, type Target } from './lo
 import { formatLodMix } from './load/lod.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { partIndex } from '../src/record/index.js';
+import { fileURLToPath } from 'node:url';
+import { generatorGc, withGeneratorGc } from './lib/generator-gc.js';
 
 let options: LoadOptions;
 try {
@@ -31,6 +33,8 @@ try {
 }
 
 const o = options;
+// Before anything runs: with --generator-gc single the generator starts itself again so (generator-gc.ts says why).
+await withGeneratorGc(o.generatorGc, fileURLToPath(import.meta.url));
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 // Every run is bounded: set-up, warm-up, window and drain, times the number of runs, then we give up.
@@ -47,6 +51,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => 
 const machine = machineInfo();
 console.log('Canopy load test');
 console.log(formatMachine(machine));
+console.log(`generator: garbage collection ${generatorGc() === 'single' ? 'on its main thread (--single-threaded-gc)' : "with V8's helper threads"} (--generator-gc)`);
 console.log(
   `target: ${o.url ?? `a service started per run on 127.0.0.1 (${o.workers.join(' and ')} worker${o.workers.length === 1 && o.workers[0] === 1 ? '' : 's'})`}; ` +
     `${o.sessions} game servers, ${o.agents} agents, ${o.hz} Hz, tree ${o.tree}${o.lod !== null ? `, level of detail ${formatLodMix(o.lod)} with rows ${o.lodRows ?? (o.modes.includes('fixed') ? 'due in lockstep, all in fixed' : 'due')}` : ''}, ${o.warmup} s warm-up + ${o.findCapacity ? `${o.probeSeconds} s per probe` : `${o.seconds} s`}`,
@@ -175,6 +180,7 @@ if (o.burst !== null) {
   if (o.json !== undefined) {
     const out = {
       machine: { cpu: machine.cpu, cores: machine.cores, v8: machine.v8, node: machine.node, platform: machine.platform, loadAverage: machine.load, loadAverageAtEnd: loadavg(), date: machine.date },
+      generatorGc: generatorGc(),
       command: `npm run loadtest -- ${process.argv.slice(2).join(' ')}`,
       bursts,
       failed: failedBursts,
@@ -315,6 +321,7 @@ if (o.json !== undefined) {
   const out: Record<string, unknown> = {
     ...primary,
     machine: { cpu: machine.cpu, cores: machine.cores, v8: machine.v8, platform: machine.platform, loadAverage: machine.load, date: machine.date },
+    generatorGc: generatorGc(),
     command: `npm run loadtest -- ${process.argv.slice(2).join(' ')}`,
     runs: results,
   };

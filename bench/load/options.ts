@@ -53,6 +53,8 @@ export interface LoadOptions {
   readonly burstRepeat: number;
   /** `--burst start`: a rehearsal against a throwaway service first, so that the generator's own code is warm. */
   readonly rehearse: boolean;
+  /** The generator's own garbage collection (bench/lib/generator-gc.ts): on its main thread, or with V8's helper threads. */
+  readonly generatorGc: 'single' | 'parallel';
   /** Level of detail: the tick intervals agents get at spawn (null: every agent ticks every tick). */
   readonly lod: LodMix | null;
   /** With `lod`: which rows games send (`--lod-rows`); undefined: `due` in lockstep runs, `all` in fixed runs. */
@@ -106,6 +108,11 @@ Simulates game servers driving Canopy and reports what the service sustained.
     --no-rehearse          start: skip the rehearsal (before each start run the generator plays it once,
                            shortened, against a throwaway service, so that its own code is compiled and the
                            run measures the service's cold start, not the generator's; none with --url)
+  --generator-gc single|parallel  the generator's own garbage collection: on its main thread (V8's
+                           --single-threaded-gc: it starts itself again so), or with V8's four helper threads,
+                           whose bursts take the cores from a service on the same machine; parallel keeps up
+                           better when the generator itself is the bottleneck    (default single with --burst,
+                           parallel otherwise)
   --lod off|on|MIX         AI level of detail: agents spawn with tick intervals (\`every\`); on = 1:10,4:30,20:60
                            (10 % every tick, 30 % every 4th, 60 % every 20th); MIX: EVERY:PERCENT,... (default off)
     --lod-rows due|all     due: a game sends an agent's row only on the ticks the service ticks it (its phase),
@@ -155,6 +162,7 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
         'burst-agents': { type: 'string', default: '10000' },
         'burst-repeat': { type: 'string', default: '3' },
         'no-rehearse': { type: 'boolean', default: false },
+        'generator-gc': { type: 'string' },
         lod: { type: 'string', default: 'off' },
         'lod-rows': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
@@ -236,6 +244,8 @@ export function parseOptions(argv: readonly string[]): LoadOptions {
     burstAgents: integer('--burst-agents', v['burst-agents'], 1, MAX_AGENTS),
     burstRepeat: integer('--burst-repeat', v['burst-repeat'], 1, 100),
     rehearse: burst !== null && url === undefined && !v['no-rehearse'],
+    generatorGc:
+      v['generator-gc'] === undefined ? (burst !== null ? 'single' : 'parallel') : v['generator-gc'] === 'single' || v['generator-gc'] === 'parallel' ? v['generator-gc'] : bad('--generator-gc', 'single or parallel', v['generator-gc']),
     lod,
     lodRows,
   };

@@ -25,6 +25,10 @@ describe('--ids and --burst', () => {
     expect(() => parseOptions(['--burst', 'later'])).toThrow(/--burst/);
     // Rehearsed first, unless told not to or the service is given (no throwaway service to rehearse against).
     expect([spawn.rehearse, parseOptions(['--burst', 'start', '--no-rehearse']).rehearse, parseOptions(['--burst', 'start', '--url', 'ws://127.0.0.1:1']).rehearse, parseOptions([]).rehearse]).toEqual([true, false, false, false]);
+    // The generator collects its garbage on its main thread in burst runs, with V8's helpers otherwise (generator-gc.ts).
+    expect([start.generatorGc, spawn.generatorGc, parseOptions([]).generatorGc]).toEqual(['single', 'single', 'parallel']);
+    expect([parseOptions(['--burst', 'start', '--generator-gc', 'parallel']).generatorGc, parseOptions(['--generator-gc', 'single']).generatorGc]).toEqual(['parallel', 'single']);
+    expect(() => parseOptions(['--generator-gc', 'none'])).toThrow(/--generator-gc: expected single or parallel/);
     // Without --burst, the steady defaults stay.
     expect([parseOptions([]).sessions, parseOptions([]).agents, parseOptions([]).seconds]).toEqual([4, 20_000, 60]);
   });

@@ -36,6 +36,9 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
       expect(report).toHaveProperty(key);
     }
     expect(report.node).toBe(process.version);
+    // A steady run: the generator collects with V8's helper threads, unless told otherwise (bench/lib/generator-gc.ts).
+    expect(report.generatorGc).toBe('parallel');
+    expect(out.stdout).toContain("generator: garbage collection with V8's helper threads (--generator-gc)");
     expect(report.runs.map((r) => r.mode)).toEqual(['lockstep', 'fixed']);
     for (const r of report.runs) {
       expect(r).toMatchObject({ workers: 1, sessions: 2, agents: 300, hz: 20, offeredAgentTicksPerSec: 6000, errors: 0 });
@@ -69,15 +72,18 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
     expect(fixed!.decisionSpacingMs!.p50).toBeLessThan(200);
   }, 120_000);
 
-  test('--watch 0,3: a run without and one with 3 agents watched by inspector pages, compared', async () => {
+  test('--watch 0,3: a run without and one with 3 agents watched by inspector pages, compared (--generator-gc single)', async () => {
     const json = join(dir, 'watch.json');
-    const args = [cli, '--sessions', '2', '--agents', '300', '--hz', '20', '--seconds', '2', '--warmup', '1', '--workers', '1', '--progress', '0', '--watch', '0,3', '--json', json];
+    const args = [cli, '--sessions', '2', '--agents', '300', '--hz', '20', '--seconds', '2', '--warmup', '1', '--workers', '1', '--progress', '0', '--watch', '0,3', '--generator-gc', 'single', '--json', json];
     const out = await run(process.execPath, args, { cwd: root, timeout: 90_000 }).catch((err: { code?: number; stdout: string; stderr: string }) => {
       if (err.code === 1) return err;
       throw err;
     });
     expect(out.stdout).toMatch(/watch cost, lockstep, 1 workers: 3 watched vs 0/);
-    const report = JSON.parse(readFileSync(json, 'utf8')) as { runs: RunResult[]; watchCosts: Array<{ watched: number; inspectorMessages: number; cpuPerAgentTickRatio: number }> };
+    const report = JSON.parse(readFileSync(json, 'utf8')) as { generatorGc: string; runs: RunResult[]; watchCosts: Array<{ watched: number; inspectorMessages: number; cpuPerAgentTickRatio: number }> };
+    // The generator started itself again to collect on its main thread.
+    expect(report.generatorGc).toBe('single');
+    expect(out.stdout).toContain('generator: garbage collection on its main thread (--single-threaded-gc) (--generator-gc)');
     expect(report.runs.map((r) => r.watched ?? 0)).toEqual([0, 3]);
     expect(report.watchCosts).toHaveLength(1);
     // The pages received pushes (frames coalesced to ≤ 10 a second per page): watching really happened.
@@ -91,8 +97,9 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
     await run(process.execPath, args, { cwd: root, timeout: 120_000 }).catch((err: { code?: number }) => {
       if (err.code !== 1) throw err;
     });
-    const report = JSON.parse(readFileSync(json, 'utf8')) as { bursts: BurstResult[]; failed: string[] };
+    const report = JSON.parse(readFileSync(json, 'utf8')) as { generatorGc: string; bursts: BurstResult[]; failed: string[] };
     expect(report.failed).toEqual([]);
+    expect(report.generatorGc).toBe('single');
     expect(report.bursts.map((b) => b.kind)).toEqual(['spawn', 'start']);
     // The cold start was rehearsed first against a throwaway service, so that the generator's own code was compiled.
     expect(report.bursts.map((b) => b.rehearsed)).toEqual([false, true]);
