@@ -165,9 +165,10 @@ export function machineBusySeconds(): number {
 
 /**
  * The node flags of the start commands (`npm start`, the Docker image): a floor under the main thread's heap limit
- * (src/service/heap.ts says why; the service clears it for its workers).
+ * (src/service/heap.ts says why; the service clears it for its workers), and two V8 helper threads instead of Node's
+ * four (docs/configuration.md says why).
  */
-export const START_NODE_FLAGS: readonly string[] = ['--initial-old-space-size=128'];
+export const START_NODE_FLAGS: readonly string[] = ['--initial-old-space-size=128', '--v8-pool-size=2'];
 
 /**
  * The environment the start commands set unless the caller's sets it (`npm start`'s `${VAR:-default}`, the Docker
