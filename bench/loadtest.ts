@@ -8,6 +8,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Mode } from '../src/client/index.js';
 import { findCapacity, type CapacityResult } from './load/capacity.js';
 import { OptionsError, parseOptions, type LoadOptions } from './load/options.js';
@@ -18,7 +19,6 @@ import { existingService, startService, treesFolderFor, type Target } from './lo
 import { formatLodMix } from './load/lod.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { partIndex } from '../src/record/index.js';
-import { fileURLToPath } from 'node:url';
 import { generatorGc, withGeneratorGc } from './lib/generator-gc.js';
 
 let options: LoadOptions;
