@@ -8,7 +8,6 @@
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Mode } from '../src/client/index.js';
 import { findCapacity, type CapacityResult } from './load/capacity.js';
 import { OptionsError, parseOptions, type LoadOptions } from './load/options.js';
@@ -34,7 +33,7 @@ try {
 
 const o = options;
 // Before anything runs: with --generator-gc single the generator starts itself again so (generator-gc.ts says why).
-await withGeneratorGc(o.generatorGc, fileURLToPath(import.meta.url));
+await withGeneratorGc(o.generatorGc);
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
 // Every run is bounded: set-up, warm-up, window and drain, times the number of runs, then we give up.

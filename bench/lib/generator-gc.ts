@@ -24,13 +24,14 @@ export function generatorGc(): 'single' | 'parallel' {
 }
 
 /**
- * With `want` single and this process not already so: runs `script` (this process's own) again under
- * --single-threaded-gc with the same arguments, passes signals on to it, and exits with its code (never resolves
- * then). Resolves at once otherwise, and if the child cannot be started (the generator then runs as it is).
+ * With `want` single and this process not already so: runs this process's script again under --single-threaded-gc
+ * with the same arguments, passes signals on to it, and exits with its code (never resolves then). Resolves at once
+ * otherwise, and if the child cannot be started (the generator then runs as it is).
  */
-export async function withGeneratorGc(want: 'single' | 'parallel', script: string): Promise<void> {
+export async function withGeneratorGc(want: 'single' | 'parallel'): Promise<void> {
   if (want === 'parallel' || generatorGc() === 'single') return;
-  const child = spawn(process.execPath, [...process.execArgv, SINGLE_THREADED_GC, script, ...process.argv.slice(2)], { stdio: 'inherit' });
+  // argv[1] is the script, as Node resolved it; the rest are its arguments.
+  const child = spawn(process.execPath, [...process.execArgv, SINGLE_THREADED_GC, ...process.argv.slice(1)], { stdio: 'inherit' });
   const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   for (const s of signals) process.on(s, forward);
