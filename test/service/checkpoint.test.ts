@@ -112,6 +112,34 @@ describe('packed checkpoints', () => {
     expect(packed.bb.tags.length).toBeGreaterThan(2 * back.agents.length); // grew past count * 2
   });
 
+  it("keeps observations' arrays of numbers as numbers (v3) and gives each back as a plain array of its own, any other array as it was", () => {
+    // oxlint-disable-next-line unicorn/no-new-array -- a hole on purpose: not an array of numbers
+    const holed = new Array<number>(3);
+    holed[0] = 1;
+    const tags: unknown[] = [[], [Number.NaN, -0, 2 ** 40, 0.1], Array.from({ length: 15 }, (_, j) => j / 3), Array.from({ length: 16 }, (_, j) => j), [1, 'a'], holed, [[1, 2]], [Infinity, -Infinity]];
+    const agents = tags.map((tag, i) => {
+      const a = new Agent(tree, i, { seed: i });
+      a.self = { x: i, tag };
+      return a;
+    });
+    const bytes = packAgents(agents, FIELDS, null);
+    // Mutated after the pack: the checkpoint holds the values of its moment.
+    (tags[1] as number[])[0] = 99;
+    const back = unpackAgents(bytes, FIELDS, trees);
+    const restored = back.agents.map(([, a]) => (a.self as { tag: unknown }).tag);
+    expect(restored[0]).toEqual([]);
+    expect(restored[1]).toEqual([Number.NaN, -0, 2 ** 40, 0.1]);
+    expect(Object.is((restored[1] as number[])[1], -0)).toBe(true);
+    expect(restored.slice(2)).toEqual(tags.slice(2));
+    expect(1 in (restored[5] as number[])).toBe(false); // the hole is still a hole (serialized as it was)
+    for (const r of restored) expect(Object.getPrototypeOf(r)).toBe(Array.prototype);
+    // Numbers in `vectors` for the arrays of at most 15 numbers; the others (16 numbers, a string, a hole, an array) as values.
+    const packed = deserialize(bytes) as { v: number; selfValues: { tags: Uint8Array; other: unknown[]; vectors: Float64Array } };
+    expect(packed.v).toBe(3);
+    expect(Array.from(packed.selfValues.tags.filter((_, i) => i % 2 === 1))).toEqual([6, 6, 6, 4, 4, 4, 4, 6]);
+    expect(packed.selfValues.vectors.length).toBe(1 + 5 + 16 + 3);
+  });
+
   it('packed in parts (a worker between its other messages), the bytes are those of one pack', () => {
     const agents: Array<Agent | null> = [];
     for (let i = 0; i < 500; i++) {

@@ -15,8 +15,11 @@ import { CODE_GENERATION, generate, joinCode, js, literal } from '../../bt/codeg
  * (1: values in `selfValues`), or any other object (2: in `selfOther`).
  */
 interface Packed {
-  /** 2: numeric columns as PackedNumbers; 1 (still read: durable sessions keep checkpoints): as Float64Arrays. */
-  v: 1 | 2;
+  /**
+   * 3: arrays of numbers in the observations' column as VECTOR values; 2: numeric columns as PackedNumbers; 1: as
+   * Float64Arrays. Checkpoints live only in this process (recovery, moves between hosts), but each version is read.
+   */
+  v: 1 | 2 | 3;
   count: number;
   trees: string[];
   /** Per entry of `trees`: the compiled tree's hash (a hot reload makes a new version under the same name). */
@@ -40,12 +43,16 @@ interface Packed {
   previous?: number;
 }
 
-/** A list of values: numbers, booleans and null in typed arrays (serialized as memory copies), the rest in `other`. */
+/**
+ * A list of values: numbers, booleans and null in typed arrays (serialized as memory copies), the rest in `other`;
+ * in v3, arrays of numbers (an observation's positions) in `vectors` as their length and numbers.
+ */
 interface PackedColumn {
   length: number;
   tags: Uint8Array;
   nums: Float64Array | PackedNumbers;
   other: unknown[];
+  vectors?: Float64Array;
 }
 
 /**
@@ -108,6 +115,40 @@ class NumberWriter {
     } else this.float(i, v);
   }
 
+  /**
+   * push() of `src[from]` .. `src[to - 1]`, in order: an agent's numeric slots, room made once for all of them (a
+   * call per number, each checking its own room, was a fifth of a checkpoint's time).
+   */
+  pushRange(src: Float64Array, from: number, to: number): void {
+    const n = to - from;
+    const start = this.length;
+    if (start + n > this.kinds.length) this.kinds = grown(this.kinds, Math.max(this.kinds.length * 2, start + n));
+    if (this.nInts + n > this.ints.length) this.ints = grown(this.ints, Math.max(this.ints.length * 2, this.nInts + n));
+    if (this.nFloats + n > this.floats.length) this.floats = grown(this.floats, Math.max(this.floats.length * 2, this.nFloats + n));
+    const kinds = this.kinds;
+    const ints = this.ints;
+    const floats = this.floats;
+    let nInts = this.nInts;
+    let nFloats = this.nFloats;
+    for (let j = 0; j < n; j++) {
+      const v = src[from + j]!;
+      if (v === 0) {
+        if (1 / v > 0) continue; // a zero: its kind is already 0
+        kinds[start + j] = FLOAT;
+        floats[nFloats++] = v;
+      } else if ((v | 0) === v) {
+        kinds[start + j] = INT;
+        ints[nInts++] = v;
+      } else {
+        kinds[start + j] = FLOAT;
+        floats[nFloats++] = v;
+      }
+    }
+    this.length = start + n;
+    this.nInts = nInts;
+    this.nFloats = nFloats;
+  }
+
   /** Appends a zero (nothing but its kind, 0, which the zero-filled array already holds). */
   zero(): void {
     const i = this.length++;
@@ -158,16 +199,28 @@ const FALSE = 2;
 const NULL = 3;
 const OTHER = 4;
 const UNDEFINED = 5;
+/** An array of numbers (v3, observations only): its number is where its length and numbers start in `vectors`. */
+const VECTOR = 6;
+/** The longest array of numbers a column keeps as a VECTOR (the rows' own limit; longer ones are OTHER). */
+const MAX_PACKED_VECTOR = 15;
 
-/** A growable Column being written, its numbers packed as they come (v2); reused from pack to pack (`reset`). */
+/**
+ * A growable Column being written, its numbers packed as they come (v2); reused from pack to pack (`reset`).
+ * `vectors`: arrays of numbers are kept as numbers (VECTOR) rather than as arrays in `other`, which serialize walks
+ * one by one (a position per observation doubled a checkpoint's time). Only for observations: the wire's decoders
+ * make them, so such an array is never more than its numbers (no holes, no properties of its own, no other prototype).
+ */
 class ColumnWriter {
   length = 0;
   private tags: Uint8Array;
   private readonly nums: NumberWriter;
   private other: unknown[] = [];
-  constructor(capacity: number) {
+  private vectors: Float64Array | null;
+  private nVectors = 0;
+  constructor(capacity: number, vectors = false) {
     this.tags = new Uint8Array(Math.max(16, capacity));
     this.nums = new NumberWriter(capacity);
+    this.vectors = vectors ? new Float64Array(Math.max(16, capacity)) : null;
   }
 
   /** Empties the column for a pack of about `capacity` values. */
@@ -176,11 +229,12 @@ class ColumnWriter {
     this.length = 0;
     this.nums.reset(capacity);
     this.other = [];
+    this.nVectors = 0;
   }
 
   /** Bytes its arrays hold. */
   get bytes(): number {
-    return this.tags.byteLength + this.nums.bytes;
+    return this.tags.byteLength + this.nums.bytes + (this.vectors?.byteLength ?? 0);
   }
 
   push(v: unknown): void {
@@ -196,7 +250,12 @@ class ColumnWriter {
     else if (v === false) this.tags[i] = FALSE;
     else if (v === null) this.tags[i] = NULL;
     else if (v === undefined) this.tags[i] = UNDEFINED;
-    else {
+    else if (this.vectors !== null && isNumbers(v)) {
+      this.tags[i] = VECTOR;
+      this.nums.push(this.nVectors);
+      this.vector(v);
+      return;
+    } else {
       this.tags[i] = OTHER;
       this.nums.push(this.other.length);
       this.other.push(v);
@@ -205,9 +264,28 @@ class ColumnWriter {
     this.nums.zero();
   }
 
-  done(): PackedColumn {
-    return { length: this.length, tags: this.tags.subarray(0, this.length), nums: this.nums.done(), other: this.other };
+  private vector(v: readonly number[]): void {
+    const n = v.length;
+    let vectors = this.vectors!;
+    const at = this.nVectors;
+    if (at + 1 + n > vectors.length) vectors = this.vectors = grown(vectors, Math.max(vectors.length * 2, at + 1 + n));
+    vectors[at] = n;
+    for (let j = 0; j < n; j++) vectors[at + 1 + j] = v[j]!;
+    this.nVectors = at + 1 + n;
   }
+
+  done(): PackedColumn {
+    const column: PackedColumn = { length: this.length, tags: this.tags.subarray(0, this.length), nums: this.nums.done(), other: this.other };
+    if (this.vectors !== null) column.vectors = this.vectors.subarray(0, this.nVectors);
+    return column;
+  }
+}
+
+/** True for an array of at most MAX_PACKED_VECTOR numbers (a hole is not a number). */
+function isNumbers(v: unknown): v is readonly number[] {
+  if (!Array.isArray(v) || v.length > MAX_PACKED_VECTOR) return false;
+  for (let j = 0; j < v.length; j++) if (typeof v[j] !== 'number') return false;
+  return true;
 }
 
 function read(c: PackedColumn & { nums: Float64Array }, i: number): unknown {
@@ -222,6 +300,10 @@ function read(c: PackedColumn & { nums: Float64Array }, i: number): unknown {
       return null;
     case UNDEFINED:
       return undefined;
+    case VECTOR: {
+      const at = c.nums[i]!;
+      return Array.from(c.vectors!.subarray(at + 1, at + 1 + c.vectors![at]!));
+    }
     default:
       return c.other[c.nums[i]!];
   }
@@ -347,7 +429,7 @@ class Packer {
   constructor(count: number, statusLength: number, numbersLength: number, fields: readonly string[] | null) {
     this.ids = new ColumnWriter(count);
     this.bb = new ColumnWriter(count * 2);
-    this.selfValues = new ColumnWriter(count * (fields?.length ?? 0));
+    this.selfValues = new ColumnWriter(count * (fields?.length ?? 0), true);
     this.numbers = new NumberWriter(numbersLength);
     this.scalars = new NumberWriter(count * SCALARS);
     this.treeOf = new Uint16Array(count);
@@ -411,7 +493,7 @@ class Packer {
     const chunk = a.clockChunk;
     const clock = a.clock;
     const numbers = this.numbers;
-    for (let j = clock - tree.slotCount; j < clock; j++) numbers.push(chunk[j]!);
+    numbers.pushRange(chunk, clock - tree.slotCount, clock);
     const scalars = this.scalars;
     scalars.push(chunk[clock + 2]!); // the random generator's state
     scalars.push(a.seq);
@@ -451,7 +533,7 @@ class Packer {
   done(world: unknown): Packed {
     const count = this.count;
     return {
-      v: 2,
+      v: 3,
       count: this.k,
       trees: this.trees,
       hashes: this.hashes,
@@ -522,7 +604,7 @@ export function unpackAgents(
   trees: { get(name: string): CompiledTree | undefined },
 ): { agents: Array<[number, Agent]>; world: unknown; lod: LodTable | null; previous: number } {
   const packed = deserialize(bytes) as Packed;
-  if (packed.v !== 1 && packed.v !== 2) throw new Error(`unsupported checkpoint version ${String(packed.v)}`);
+  if (packed.v !== 1 && packed.v !== 2 && packed.v !== 3) throw new Error(`unsupported checkpoint version ${String(packed.v)}`);
   const p = {
     ...packed,
     numbers: unpackNumbers(packed.numbers),
