@@ -46,6 +46,23 @@ describe('FramePool', () => {
     expect(pool.copy(bytes(100, 4)).buffer).not.toBe(a.buffer); // handed out once, not twice
   });
 
+  it("a frame takes a free buffer of the next size classes when its own has none (a session's frames straddle a class), never one over half again its size", () => {
+    const pool = new FramePool();
+    const big = pool.copy(bytes(330_000, 1)); // 384 KB
+    const huge = pool.copy(bytes(600_000, 1)); // 640 KB
+    for (const f of [big, huge]) {
+      pool.hold(f);
+      pool.release(f);
+    }
+    const small = pool.copy(bytes(320_000, 2)); // its class is 320 KB: none free
+    expect(small.buffer).toBe(big.buffer);
+    expect(small.length).toBe(320_000);
+    expect(small.every((b) => b === 2)).toBe(true);
+    expect(pool.copy(bytes(300_000, 3)).buffer).not.toBe(huge.buffer); // 640 KB is more than 1.5 × 320 KB
+    expect(pool.copy(bytes(500_000, 4)).buffer).toBe(huge.buffer); // 512 KB: 640 KB is within 1.5 ×
+    expect(pool.reused).toBe(2);
+  });
+
   it('keeps at most its cap of free buffers; frames of another size class get their own', () => {
     const pool = new FramePool(64 * 1024);
     const a = pool.copy(bytes(10, 1));

@@ -9,10 +9,23 @@ export class FreeBuffers<B extends ArrayBufferLike> {
 
   constructor(private readonly maxBytes: number) {}
 
-  /** A free buffer of exactly `size` bytes, or undefined when none is kept. */
+  /**
+   * A free buffer of `size` bytes, or else the smallest kept one of at most 1.5 × `size` (callers view exactly the
+   * bytes they need); undefined when none is kept. Frames of a session straddle a size class (320 and 384 KB at
+   * 12,500 rows): taken by exact size only, the free list filled with one class while the other was allocated anew,
+   * about one frame in twenty (docs/capacity.md, "Round twenty-five").
+   */
   take(size: number): B | undefined {
-    const b = this.bySize.get(size)?.pop();
-    if (b !== undefined) this.bytes -= size;
+    let list = this.bySize.get(size);
+    if (list === undefined || list.length === 0) {
+      let best = Infinity;
+      for (const [kept, buffers] of this.bySize) {
+        if (kept > size && kept < best && buffers.length > 0 && kept <= size * 1.5) best = kept;
+      }
+      list = best === Infinity ? undefined : this.bySize.get(best);
+    }
+    const b = list?.pop();
+    if (b !== undefined) this.bytes -= b.byteLength;
     return b;
   }
 
