@@ -6,7 +6,7 @@
 // (every thread) and wall time per tick, median of blocks. Then a worker of the "on" pool is crashed and the time
 // for the next tick (replacement start, restore, replay of the logged ticks) is measured.
 //
-//   npx tsx bench/recovery.ts [--agents 50000] [--blocks 6]
+//   npm run build && node dist/bench/recovery.js [--agents 50000] [--blocks 6]
 
 import { performance } from 'node:perf_hooks';
 import type { AgentId } from '../src/bt/index.js';
@@ -20,8 +20,8 @@ import { packAgents } from '../src/service/pool/checkpoint.js';
 import { RecoveryJournal } from '../src/service/pool/recovery.js';
 import { packSpawnOrders } from '../src/service/pool/spawns.js';
 import type { TickOrder } from '../src/service/pool/wire.js';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { repoRoot } from './load/service.js';
 import { benchArgs } from './lib/args.js';
 
 const { values } = benchArgs(import.meta.url, {
@@ -33,7 +33,8 @@ const blocks = Number(values.blocks);
 const BLOCK = 40;
 const FIELDS = ['hp', 'enemyVisible', 'enemyDist'] as const;
 const durations: Readonly<Record<string, number>> = { flee: FLEE_TICKS, moveToWaypoint: MOVE_TICKS };
-const trees = join(dirname(fileURLToPath(import.meta.url)), 'trees');
+// The bench trees, found from the TypeScript sources and from dist/ alike.
+const trees = join(repoRoot(), 'bench', 'trees');
 
 /** One pool, its session and the game's side of it (rows, results due). */
 class Side {
