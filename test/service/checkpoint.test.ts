@@ -138,6 +138,10 @@ describe('packed checkpoints', () => {
     expect(packed.v).toBe(3);
     expect(Array.from(packed.selfValues.tags.filter((_, i) => i % 2 === 1))).toEqual([6, 6, 6, 4, 4, 4, 4, 6]);
     expect(packed.selfValues.vectors.length).toBe(1 + 5 + 16 + 3);
+    // Without such arrays a checkpoint is v2, as before v3 (what older versions read: durable sessions cross instances).
+    const plain = deserialize(packAgents(population(), FIELDS, null)) as { v: number; selfValues: Record<string, unknown> };
+    expect(plain.v).toBe(2);
+    expect('vectors' in plain.selfValues).toBe(false);
   });
 
   it('packed in parts (a worker between its other messages), the bytes are those of one pack', () => {

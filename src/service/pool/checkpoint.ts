@@ -16,8 +16,9 @@ import { CODE_GENERATION, generate, joinCode, js, literal } from '../../bt/codeg
  */
 interface Packed {
   /**
-   * 3: arrays of numbers in the observations' column as VECTOR values; 2: numeric columns as PackedNumbers; 1: as
-   * Float64Arrays. Checkpoints live only in this process (recovery, moves between hosts), but each version is read.
+   * 3: arrays of numbers in the observations' column as VECTOR values (written only when there are some); 2: numeric
+   * columns as PackedNumbers; 1: as Float64Arrays. Durable sessions keep checkpoints in Redis (SessionExport), so
+   * every version is read; an older version refuses a v3 one (docs/durability.md).
    */
   v: 1 | 2 | 3;
   count: number;
@@ -276,7 +277,7 @@ class ColumnWriter {
 
   done(): PackedColumn {
     const column: PackedColumn = { length: this.length, tags: this.tags.subarray(0, this.length), nums: this.nums.done(), other: this.other };
-    if (this.vectors !== null) column.vectors = this.vectors.subarray(0, this.nVectors);
+    if (this.nVectors > 0) column.vectors = this.vectors!.subarray(0, this.nVectors);
     return column;
   }
 }
@@ -532,8 +533,10 @@ class Packer {
    */
   done(world: unknown): Packed {
     const count = this.count;
+    const selfValues = this.selfValues.done();
     return {
-      v: 3,
+      // v2 where no observation held an array of numbers: the same bytes as before v3, which older versions read.
+      v: selfValues.vectors === undefined ? 2 : 3,
       count: this.k,
       trees: this.trees,
       hashes: this.hashes,
@@ -548,7 +551,7 @@ class Packer {
       scalars: this.scalars.done(),
       ids: this.ids.done(),
       bb: this.bb.done(),
-      selfValues: this.selfValues.done(),
+      selfValues,
     };
   }
 }
