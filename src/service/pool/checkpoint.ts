@@ -108,7 +108,7 @@ class NumberWriter {
     if (i === this.kinds.length) this.kinds = grown(this.kinds, i * 2);
     if (v === 0) {
       // -0 is not an int32 (it would come back as 0): a float.
-      if (1 / v < 0) this.float(i, v);
+      if (Object.is(v, -0)) this.float(i, v);
     } else if ((v | 0) === v) {
       this.kinds[i] = INT;
       if (this.nInts === this.ints.length) this.ints = grown(this.ints, this.nInts * 2);
@@ -134,7 +134,7 @@ class NumberWriter {
     for (let j = 0; j < n; j++) {
       const v = src[from + j]!;
       if (v === 0) {
-        if (1 / v > 0) continue; // a zero: its kind is already 0
+        if (!Object.is(v, -0)) continue; // a zero: its kind is already 0 (a sign test, not a division)
         kinds[start + j] = FLOAT;
         floats[nFloats++] = v;
       } else if ((v | 0) === v) {
