@@ -118,7 +118,7 @@ class NumberWriter {
 
   /**
    * push() of `src[from]` .. `src[to - 1]`, in order: an agent's numeric slots, room made once for all of them (a
-   * call per number, each checking its own room, was a fifth of a checkpoint's time).
+   * call per number, each checking its own room: push was 18 % of a pack's time, docs/capacity.md "Round twenty-five").
    */
   pushRange(src: Float64Array, from: number, to: number): void {
     const n = to - from;
@@ -221,7 +221,7 @@ class ColumnWriter {
   constructor(capacity: number, vectors = false) {
     this.tags = new Uint8Array(Math.max(16, capacity));
     this.nums = new NumberWriter(capacity);
-    this.vectors = vectors ? new Float64Array(Math.max(16, capacity)) : null;
+    this.vectors = vectors ? new Float64Array(16) : null; // grown as arrays come: many games send none
   }
 
   /** Empties the column for a pack of about `capacity` values. */
