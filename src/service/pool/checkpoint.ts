@@ -5,6 +5,8 @@ import { serialize, deserialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
 import { Agent, type AgentId, type AgentState, type CompiledTree } from '../../bt/index.js';
 import { LodTable, type PackedLod } from './lod.js';
+// The longest array of numbers a column keeps as a VECTOR: the rows' own limit (longer ones are OTHER).
+import { MAX_VECTOR } from '../../protocol/index.js';
 // The engine's one code generation site and its template (as host.ts's row writers).
 import { CODE_GENERATION, generate, joinCode, js, literal } from '../../bt/codegen.js';
 
@@ -202,8 +204,6 @@ const OTHER = 4;
 const UNDEFINED = 5;
 /** An array of numbers (v3, observations only): its number is where its length and numbers start in `vectors`. */
 const VECTOR = 6;
-/** The longest array of numbers a column keeps as a VECTOR (the rows' own limit; longer ones are OTHER). */
-const MAX_PACKED_VECTOR = 15;
 
 /**
  * A growable Column being written, its numbers packed as they come (v2); reused from pack to pack (`reset`).
@@ -282,9 +282,9 @@ class ColumnWriter {
   }
 }
 
-/** True for an array of at most MAX_PACKED_VECTOR numbers (a hole is not a number). */
+/** True for an array of at most MAX_VECTOR numbers (a hole is not a number). */
 function isNumbers(v: unknown): v is readonly number[] {
-  if (!Array.isArray(v) || v.length > MAX_PACKED_VECTOR) return false;
+  if (!Array.isArray(v) || v.length > MAX_VECTOR) return false;
   for (let j = 0; j < v.length; j++) if (typeof v[j] !== 'number') return false;
   return true;
 }
