@@ -73,28 +73,45 @@ describe('the inspector data stream', () => {
   });
 
   it('pushes at most 10 times a second and loses no frame of the watched agent', async () => {
+    // When the service sent each push (it runs in this process): the pace is the sender's. The page's arrival times
+    // also carry this process's own delays (a busy machine delivered two pushes 73 ms apart that left 100 ms apart).
+    const sentAt: number[] = [];
+    const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (this: WebSocket, data: unknown, ...rest: unknown[]) {
+      if (typeof data === 'string' && data.startsWith('{"t":"push"')) sentAt.push(performance.now());
+      return (send as (...args: unknown[]) => void).call(this, data, ...rest);
+    } as typeof send;
     const page = await Page.open(svc.port);
-    page.send({ t: 'session', session: game.session });
-    const agents = await page.until((m) => m.t === 'agents');
-    expect(agents.rows).toEqual([[1, 0, 'A/one'], [2, 0, 'A/two']]);
-    expect(agents.trees).toEqual(['walker']);
-    page.send({ t: 'watch', agent: 2 });
-    const watching = await page.until((m) => m.t === 'watching');
-    expect(watching).toMatchObject({ agent: 2, label: 'A/two', tree: { name: 'walker' } });
-    const from = page.got.length;
-    // Wait for 120 frames (2.4 s of a 50 Hz session).
-    const pushed = (): Msg[] => page.got.slice(from).map((g) => g.msg).filter((m) => m.t === 'push' && m.frames !== undefined);
-    while (pushed().flatMap((m) => (m.frames as { frames: unknown[] }).frames).length < 120) await page.next();
-    for (const m of pushed()) expect((m.frames as { agent: unknown }).agent).toBe(2);
-    const ticks = pushed().flatMap((m) => (m.frames as { frames: Array<{ tick: number }> }).frames.map((f) => f.tick));
-    // Every tick once, in order (a tick the service skipped under load is not a frame).
-    for (let k = 1; k < ticks.length; k++) expect(ticks[k]).toBeGreaterThan(ticks[k - 1]!);
-    expect(new Set(ticks).size).toBe(ticks.length);
-    // Pushes are coalesced: never closer than the push interval (timers may fire a millisecond early).
-    const pushes = page.got.slice(from).filter((g) => g.msg.t === 'push').map((g) => g.at);
-    for (let k = 1; k < pushes.length; k++) expect(pushes[k]! - pushes[k - 1]!).toBeGreaterThanOrEqual(PUSH_INTERVAL_MS - 15);
-    expect(pushes.length).toBeLessThan(ticks.length / 2);
-    await page.close();
+    // The page is closed whatever happens: an open page keeps its session's activity, which a later test reads.
+    try {
+      page.send({ t: 'session', session: game.session });
+      const agents = await page.until((m) => m.t === 'agents');
+      expect(agents.rows).toEqual([[1, 0, 'A/one'], [2, 0, 'A/two']]);
+      expect(agents.trees).toEqual(['walker']);
+      page.send({ t: 'watch', agent: 2 });
+      const watching = await page.until((m) => m.t === 'watching');
+      expect(watching).toMatchObject({ agent: 2, label: 'A/two', tree: { name: 'walker' } });
+      const from = page.got.length;
+      // Wait for 120 frames (2.4 s of a 50 Hz session).
+      const pushed = (): Msg[] => page.got.slice(from).map((g) => g.msg).filter((m) => m.t === 'push' && m.frames !== undefined);
+      while (pushed().flatMap((m) => (m.frames as { frames: unknown[] }).frames).length < 120) await page.next();
+      for (const m of pushed()) expect((m.frames as { agent: unknown }).agent).toBe(2);
+      const ticks = pushed().flatMap((m) => (m.frames as { frames: Array<{ tick: number }> }).frames.map((f) => f.tick));
+      // Every tick once, in order (a tick the service skipped under load is not a frame).
+      for (let k = 1; k < ticks.length; k++) expect(ticks[k]).toBeGreaterThan(ticks[k - 1]!);
+      expect(new Set(ticks).size).toBe(ticks.length);
+      // Pushes are coalesced: n pushes, each sent an interval after the one before (a timer may fire a millisecond
+      // early), span n − 1 intervals. Measured at the socket, a push's send may trail the moment it took its turn (the
+      // message being written, the thread busy), which does not add up over pushes: one interval is allowed for it.
+      expect(sentAt.length).toBeGreaterThan(5);
+      const span = sentAt[sentAt.length - 1]! - sentAt[0]!;
+      expect(span).toBeGreaterThanOrEqual((sentAt.length - 1) * (PUSH_INTERVAL_MS - 1) - PUSH_INTERVAL_MS);
+      const pushes = page.got.slice(from).filter((g) => g.msg.t === 'push');
+      expect(pushes.length).toBeLessThan(ticks.length / 2);
+    } finally {
+      WebSocket.prototype.send = send;
+      await page.close();
+    }
   });
 
   it('explains a tick of the ring buffer, and says null for one that left it', async () => {
