@@ -5,8 +5,8 @@ import { serialize, deserialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
 import { Agent, type AgentId, type AgentState, type CompiledTree } from '../../bt/index.js';
 import { LodTable, type PackedLod } from './lod.js';
-// The longest array of numbers a column keeps as a VECTOR: the rows' own limit (longer ones are OTHER).
-import { MAX_VECTOR } from '../../protocol/index.js';
+// Arrays of numbers kept as numbers, as the row batches keep them.
+import { isVector, readVector, writeVector } from './vectors.js';
 // The engine's one code generation site and its template (as host.ts's row writers).
 import { CODE_GENERATION, generate, joinCode, js, literal } from '../../bt/codegen.js';
 
@@ -251,7 +251,7 @@ class ColumnWriter {
     else if (v === false) this.tags[i] = FALSE;
     else if (v === null) this.tags[i] = NULL;
     else if (v === undefined) this.tags[i] = UNDEFINED;
-    else if (this.vectors !== null && isNumbers(v)) {
+    else if (this.vectors !== null && isVector(v)) {
       this.tags[i] = VECTOR;
       this.nums.push(this.nVectors);
       this.vector(v);
@@ -270,8 +270,7 @@ class ColumnWriter {
     let vectors = this.vectors!;
     const at = this.nVectors;
     if (at + 1 + n > vectors.length) vectors = this.vectors = grown(vectors, Math.max(vectors.length * 2, at + 1 + n));
-    vectors[at] = n;
-    for (let j = 0; j < n; j++) vectors[at + 1 + j] = v[j]!;
+    writeVector(vectors, at, v);
     this.nVectors = at + 1 + n;
   }
 
@@ -280,13 +279,6 @@ class ColumnWriter {
     if (this.nVectors > 0) column.vectors = this.vectors!.subarray(0, this.nVectors);
     return column;
   }
-}
-
-/** True for an array of at most MAX_VECTOR numbers (a hole is not a number). */
-function isNumbers(v: unknown): v is readonly number[] {
-  if (!Array.isArray(v) || v.length > MAX_VECTOR) return false;
-  for (let j = 0; j < v.length; j++) if (typeof v[j] !== 'number') return false;
-  return true;
 }
 
 function read(c: PackedColumn & { nums: Float64Array }, i: number): unknown {
@@ -301,10 +293,8 @@ function read(c: PackedColumn & { nums: Float64Array }, i: number): unknown {
       return null;
     case UNDEFINED:
       return undefined;
-    case VECTOR: {
-      const at = c.nums[i]!;
-      return Array.from(c.vectors!.subarray(at + 1, at + 1 + c.vectors![at]!));
-    }
+    case VECTOR:
+      return readVector(c.vectors!, c.nums[i]!);
     default:
       return c.other[c.nums[i]!];
   }

@@ -17,6 +17,7 @@ import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
 import { LodTable } from './lod.js';
 import { MISS, RowMemo } from './row-memo.js';
+import { readVector } from './vectors.js';
 import { SLICED_PACK } from './slicer.js';
 
 /** Where a host finds compiled trees by name (a TreeLibrary). */
@@ -194,7 +195,7 @@ export function rowWriter(fields: readonly string[]): RowWriter {
   if (CODE_GENERATION) {
     const body = joinCode(fields.map((f, k) => js`  obs[${literal(f)}] = ${valueSource(k)};\n`));
     const source = js`return function writeRow(obs, values, tags, other, vectors, base) {\n  let t;\n${body}};`;
-    return generate([ident('vector')], source, [vector]) as RowWriter;
+    return generate([ident('vector')], source, [readVector]) as RowWriter;
   }
   return (obs, values, tags, other, vectors, base) => {
     for (let k = 0; k < fields.length; k++) {
@@ -209,7 +210,7 @@ export function rowWriter(fields: readonly string[]): RowWriter {
               : tag === Tag.NULL
                 ? null
                 : tag === Tag.VECTOR
-                  ? vector(vectors, values[base + k]!)
+                  ? readVector(vectors, values[base + k]!)
                   : other[values[base + k]!];
     }
   };
@@ -786,15 +787,6 @@ function inspectAgent(agent: Agent, world: unknown, every: number): AgentView {
 /** Source of the expression decoding value k of a row (generated code of rowWriter). */
 function valueSource(k: number): Code {
   return js`(t = tags[base + ${k}]) === ${Tag.NUMBER} ? values[base + ${k}] : t === ${Tag.TRUE} ? true : t === ${Tag.FALSE} ? false : t === ${Tag.NULL} ? null : t === ${Tag.VECTOR} ? vector(vectors, values[base + ${k}]) : other[values[base + ${k}]]`;
-}
-
-/** A VECTOR value as a plain array (what the game sent). */
-function vector(vectors: Float64Array, at: number): number[] {
-  const n = vectors[at]!;
-  if (n === 2) return [vectors[at + 1]!, vectors[at + 2]!];
-  const out: number[] = [];
-  for (let k = 0; k < n; k++) out.push(vectors[at + 1 + k]!);
-  return out;
 }
 
 const cursor = new FrameCursor();

@@ -4,7 +4,8 @@
 import type { AgentId, CompiledTree } from '../../bt/index.js';
 import { columnsOf, type ColumnBufferSet, type DecisionColumns, type SharedColumns } from './decisions.js';
 import { FrameCursor, type ColumnRows } from '../../protocol/index.js';
-import { MAX_VECTOR, Tag, type FrameBatch, type ResultBatch, type RowBatch, type TickOrder } from './wire.js';
+import { isVector, writeVector } from './vectors.js';
+import { Tag, type FrameBatch, type ResultBatch, type RowBatch, type TickOrder } from './wire.js';
 
 /** The input of one tick for one host, taken out of a shard by `take()`. */
 export type ShardInput = Pick<TickOrder, 'clear' | 'bb' | 'objects' | 'rows' | 'frameRows' | 'results' | 'columns' | 'lod'>;
@@ -344,13 +345,6 @@ function emptyRows(b: RowBatch): void {
   b.other.length = 0;
 }
 
-/** An array of at most MAX_VECTOR numbers: it travels in the batch's `vectors`, not through structured clone. */
-function isVector(v: unknown): v is readonly number[] {
-  if (!Array.isArray(v) || v.length > MAX_VECTOR) return false;
-  for (let k = 0; k < v.length; k++) if (typeof v[k] !== 'number') return false;
-  return true;
-}
-
 /** Room for `n` more numbers in the batch's vectors; returns the offset where they go. */
 function reserveVector(b: RowBatch, n: number): number {
   const at = b.vectorsLength;
@@ -367,9 +361,7 @@ function reserveVector(b: RowBatch, n: number): number {
 /** Appends a vector (its length, then its elements); returns its offset. */
 function pushVector(b: RowBatch, v: readonly number[]): number {
   const at = reserveVector(b, 1 + v.length);
-  const vectors = b.vectors;
-  vectors[at] = v.length;
-  for (let k = 0; k < v.length; k++) vectors[at + 1 + k] = v[k]!;
+  writeVector(b.vectors, at, v);
   return at;
 }
 
