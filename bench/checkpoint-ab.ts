@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { Agent, TreeLibrary, type DecisionSink } from '../src/bt/index.js';
 import { packAgents } from '../src/service/pool/checkpoint.js';
 import { repoRoot } from './load/service.js';
-import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
+import { formatMachine, formatTable, machineInfo, median } from './lib/machine.js';
 import { benchArgs } from './lib/args.js';
 
 const { values } = benchArgs(import.meta.url, {
@@ -76,11 +76,6 @@ for (let r = 0; r < packs; r++) {
   }
 }
 const skip = Math.floor(packs / 4);
-const median = (xs: readonly number[]): number => {
-  const s = xs.toSorted((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 console.log();
 console.log(
   formatTable([

@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { canopyGuard, canopyLarge, canopyShooter } from './lib/canopy.js';
 import { ceilingIoGuard } from './lib/ceiling.js';
-import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
+import { formatMachine, formatTable, machineInfo, median } from './lib/machine.js';
 import type { Implementation } from './lib/population.js';
 import { gcAvailable, measure, type Clock } from './lib/run.js';
 import { benchArgs } from './lib/args.js';
@@ -70,11 +70,6 @@ for (let r = 0; r < rounds; r++) {
   console.error(`  round ${r + 1}/${rounds} done`);
 }
 
-const median = (xs: readonly number[]): number => {
-  const s = xs.toSorted((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const rate = (label: string): number | undefined => {
   const e = entries.find((x) => x.label === label);
   return e === undefined ? undefined : median(e.rates);
