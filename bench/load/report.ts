@@ -38,6 +38,7 @@ export function resultsTable(results: readonly RunResult[]): string {
       row('ticks starting within 10 ms', (r) => (r.tickLatenessMs === null ? '-' : `${(100 * r.tickLatenessMs.within10ms).toFixed(2)} %`)),
       row('decisions spacing p50 / p99 / max ms', (r) => (r.decisionSpacingMs === null ? '-' : `${ms(r.decisionSpacingMs.p50)} / ${ms(r.decisionSpacingMs.p99)} / ${ms(r.decisionSpacingMs.max)}`)),
       row('staleness p50 / p99 ms', (r) => (r.stalenessMs === null ? '-' : `${ms(r.stalenessMs.p50)} / ${ms(r.stalenessMs.p99)}`)),
+      row('snapshots: read by a worker / main thread', (r) => (r.fixedSnapshotPaths === null ? '-' : `${r.fixedSnapshotPaths.worker} / ${r.fixedSnapshotPaths.mainThread}`)),
     );
   }
   rows.push(

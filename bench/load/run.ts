@@ -101,6 +101,8 @@ export interface RunResult {
    * ticked in one message to the worker holding the session, staged on the workers, read on the main thread.
    */
   readonly snapshotPaths: { readonly oneMessage: number; readonly staged: number; readonly mainThread: number } | null;
+  /** Fixed: the window's snapshots by how the service read their rows (canopy_fixed_snapshots_total): by a worker, on the main thread. */
+  readonly fixedSnapshotPaths: { readonly worker: number; readonly mainThread: number } | null;
   /** Service time to tick every agent of one session once (workers included): mean and bucket p99. */
   readonly tickDurationMs: { readonly mean: number; readonly p99: number };
   readonly server: {
@@ -428,6 +430,7 @@ function summarize(
     stalenessMs: mode === 'fixed' ? roundSummary(mergeHistograms(games.map((g) => g.staleness)).summary()) : null,
     missedTicks,
     snapshotPaths: mode === 'lockstep' && m !== undefined ? snapshotPaths(m) : null,
+    fixedSnapshotPaths: mode === 'fixed' && m !== undefined ? fixedSnapshotPaths(m) : null,
     tickDurationMs: { mean: round(durationCount > 0 ? (1000 * durationSum) / durationCount : 0, 3), p99: round(1000 * orZero(quantile(0.99, duration)), 3) },
     server: {
       cpuCores: round(serverCpu, 3),
@@ -468,6 +471,12 @@ function summarize(
 function snapshotPaths(m: Scrape): NonNullable<RunResult['snapshotPaths']> {
   const paths = byLabel(m, 'canopy_lockstep_snapshots_total', 'path');
   return { oneMessage: paths['one_message'] ?? 0, staged: paths['staged'] ?? 0, mainThread: paths['main_thread'] ?? 0 };
+}
+
+/** How the service read the window's fixed-mode snapshots (a service before the metric existed: all zero). */
+function fixedSnapshotPaths(m: Scrape): NonNullable<RunResult['fixedSnapshotPaths']> {
+  const paths = byLabel(m, 'canopy_fixed_snapshots_total', 'path');
+  return { worker: paths['worker'] ?? 0, mainThread: paths['main_thread'] ?? 0 };
 }
 
 /** The service's threads, its CPU per agent-tick, and its main thread's share with the Amdahl bound on 16 cores. */

@@ -29,6 +29,8 @@ export class Metrics {
   /** Lockstep snapshots by how their rows were read, with pre-bound children (one increment a frame). */
   readonly snapshotPaths: FastCounter<'path'>;
   readonly snapshotPath: Readonly<Record<SnapshotPath, Tally>>;
+  readonly fixedSnapshotPaths: FastCounter<'path'>;
+  readonly fixedSnapshotPath: Readonly<Record<FixedSnapshotPath, Tally>>;
   readonly goodbyes: Counter<'reason'>;
   readonly recordingBytes: Counter;
   readonly recordingFailures: Counter;
@@ -121,6 +123,16 @@ export class Metrics {
       staged: this.snapshotPaths.tally('staged'),
       main_thread: this.snapshotPaths.tally('main_thread'),
     };
+    this.fixedSnapshotPaths = new FastCounter({
+      name: 'canopy_fixed_snapshots_total',
+      help: 'Fixed-mode snapshots with observations by how their rows were read: by the worker holding the session, as they arrived (worker), or on the main thread (main_thread)',
+      labelNames: ['path'],
+      registers,
+    });
+    this.fixedSnapshotPath = {
+      worker: this.fixedSnapshotPaths.tally('worker'),
+      main_thread: this.fixedSnapshotPaths.tally('main_thread'),
+    };
     this.recordingBytes = new Counter({ name: 'canopy_recording_bytes_total', help: 'Compressed bytes of recordings written to disk', registers });
     this.recordingFailures = new Counter({ name: 'canopy_recording_failures_total', help: 'Recordings stopped by an error (disk full, folder not writable, fell behind)', registers });
     this.recordingsStarted = new Counter({ name: 'canopy_recordings_started_total', help: 'Session recordings started', registers });
@@ -138,7 +150,7 @@ export class Metrics {
    * leaves no trace. Errors are kept: the warm-up makes none unless something is wrong (then it is logged too).
    */
   resetTraffic(): void {
-    for (const m of [this.ticks, this.tickDuration, this.tickLateness, this.missedTicks, this.decisionsFrames, this.heldDecisions, this.actions, this.cancels, this.bytesIn, this.bytesOut, this.unknownRows, this.snapshotPaths]) m.reset();
+    for (const m of [this.ticks, this.tickDuration, this.tickLateness, this.missedTicks, this.decisionsFrames, this.heldDecisions, this.actions, this.cancels, this.bytesIn, this.bytesOut, this.unknownRows, this.snapshotPaths, this.fixedSnapshotPaths]) m.reset();
   }
 }
 
@@ -319,6 +331,8 @@ export class FastHistogram<L extends string = never> extends FastMetric<Histogra
 
 /** How a lockstep snapshot's rows were read (docs/capacity.md, *Round sixteen*). */
 export type SnapshotPath = 'one_message' | 'staged' | 'main_thread';
+/** How a fixed-mode snapshot's rows were read (docs/capacity.md, *Round twenty-six*). */
+export type FixedSnapshotPath = 'worker' | 'main_thread';
 
 /** GET /metrics in the Prometheus text format. */
 export const metricsRoutes: FastifyPluginAsync<{ metrics: Metrics }> = async (app, { metrics }) => {

@@ -336,17 +336,41 @@ class Connection implements LiveConnection, SessionOutput {
     if (session === undefined) return this.beforeHello(parseClientFrame(bytes, this.ctx.config.maxFrameBytes));
     if (bytes.length >= SLICED_SPAWN_BYTES && bytes.length <= this.ctx.config.maxFrameBytes && startsAsSpawn(bytes)) return this.spawnFrameInParts(bytes, session);
     const options = this.parseOptions(session);
-    // A lockstep snapshot's rows the main thread does not read: the workers check them and find their agents' rows.
-    // Not in fixed mode: the round trip to the workers waits behind their ticks, and rows that then miss the clock's
-    // tick reach the next one (docs/capacity.md: staleness p50 20–40 → 46–58 ms at 50,000 agents).
-    const unread = session.mode === 'lockstep' ? parseSnapshotHead(bytes, this.ctx.config.maxFrameBytes, options) : undefined;
-    // Applied and ticked in one message to the worker holding the session's agents where it can be (lockstep), else
-    // staged on the workers (unreadRows). The inline pool reads the rows itself.
+    // A snapshot's rows the main thread does not read: the workers check them and find their agents' rows.
+    const unread = session.mode === 'lockstep' || this.ctx.pool.workerCount > 0 ? parseSnapshotHead(bytes, this.ctx.config.maxFrameBytes, options) : undefined;
+    // Lockstep: applied and ticked in one message to the worker holding the session's agents where it can be, else
+    // staged on the workers (unreadRows); the inline pool reads the rows itself. Fixed mode: read by the worker
+    // holding the session's agents as the frame arrives (not staged: the stage's round trip waits behind the workers'
+    // ticks, and rows that then miss the clock's tick reach the next one; docs/capacity.md: staleness p50 20–40 →
+    // 46–58 ms at 50,000 agents), else read here.
     if (unread !== undefined) {
+      if (session.mode === 'fixed') return this.fixedFrame(session, unread, bytes);
       if (this.ctx.pool.workerCount > 0) return this.lockstep(session, unread.parsed.msg, unread.parsed.errors, unread.parsed.omittedErrors, bytes, unread);
       return this.unreadRows(session, unread, bytes);
     }
     return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, options), bytes);
+  }
+
+  /**
+   * Fixed mode, a snapshot with unread rows: read by the worker holding the session's agents as it arrives
+   * (Session.applyFrame), or here the ordinary way where that does not apply or the rows fail the worker's check (so
+   * the client hears exactly what it always heard). Later frames of the connection wait meanwhile.
+   */
+  private fixedFrame(session: Session, unread: UnreadRows, bytes: Buffer): Promise<void> | undefined {
+    const ordinary = (): void => void this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, this.parseOptions(session)), bytes);
+    const { parsed } = unread;
+    const rows = { start: unread.start, count: unread.count, width: session.fields?.length ?? 0 };
+    const applying = session.applyFrame(parsed.msg, rows, bytes, ordinary);
+    if (applying === null) {
+      ordinary();
+      return undefined;
+    }
+    return applying.then(
+      (errors) => {
+        if (errors !== null) this.entryErrors([...parsed.errors, ...errors], parsed.omittedErrors, parsed.msg.id);
+      },
+      (err: unknown) => this.internalError(err, parsed.msg.id),
+    );
   }
 
   /** A snapshot with unread rows that the pool could not apply and tick in one go: staged on the workers, or read here. */

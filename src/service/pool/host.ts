@@ -11,7 +11,7 @@ import { AgentPacking, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { FrameCursor, checkFrameRows, checkRowValue, readResultsAt, type KnownRowIds, type RowReader } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
-import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
+import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type ReadOrder, type ReadReply, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
@@ -59,6 +59,12 @@ class HostSession {
   stamps = new Int32Array(0);
   /** The number of this session's last stage read (from 1; the stamps are cleared before it would wrap around). */
   stage = 0;
+  /**
+   * The stage read whose rows wait in the spares for the session's next tick (a lockstep order's own stage; fixed
+   * mode's latest ReadOrder, as its snapshot arrived), which swaps them in; NO_SWAP: none. settle() swaps them in
+   * earlier: before the next read, and before input that the tick order carries lands on the observations.
+   */
+  pending = 0;
   /**
    * Agent id → slot, for the rows of snapshot frames this host finds its agents in itself (`stage`): small
    * non-negative integer ids in `dense` (-1: none), others in `named`. As the router's routes, for this host's agents.
@@ -371,6 +377,13 @@ export class AgentHost {
         return null;
       case 'stage':
         return this.stage(msg);
+      case 'read':
+        return this.read(msg);
+      case 'settle': {
+        const s = this.sessions.get(msg.session);
+        if (s !== undefined) settle(s);
+        return null;
+      }
       case 'routes':
         this.sessions.get(msg.session)?.applyRoutes(msg.reset, msg.ids, msg.packed);
         return null;
@@ -418,6 +431,29 @@ export class AgentHost {
   checkpointInParts(msg: CheckpointOrder): ((until: number) => FromHost | null) | null {
     const s = this.sessions.get(msg.session);
     return s === undefined || s.agents.length <= SLICED_PACK ? null : packInParts(msg.req, s);
+  }
+
+  /**
+   * Fixed mode's rows of a snapshot frame the main thread did not read (ReadOrder), as the frame arrives: checked as
+   * the protocol's fast path checks them and, if every row passes, read into the spares of this host's agents (one
+   * pass over the bytes), which the next tick swaps in. Rows of an earlier frame still in the spares become the
+   * observations first (a loop over the agents, cheaper than checking the frame before reading it), so that a frame
+   * refused half-way writes only over spares that nothing waits for.
+   */
+  private read(msg: ReadOrder): ReadReply {
+    const { frame, start, count, width } = msg;
+    const s = this.sessions.get(msg.session);
+    if (s === undefined) return { t: 'rowsRead', req: msg.req, ok: checkStage(frame, start, count, width, null), unknown: count };
+    settle(s);
+    const known = s.knownRows(false);
+    if (s.readFrameRow === null) {
+      // Without code generation the rows are checked, then written into the observations.
+      if (!checkStage(frame, start, count, width, known)) return { t: 'rowsRead', req: msg.req, ok: false, unknown: 0 };
+      return { t: 'rowsRead', req: msg.req, ok: true, unknown: applyStagedRows(s, frame, count) };
+    }
+    if (!stageReader.read(s, frame, start, count, width, known)) return { t: 'rowsRead', req: msg.req, ok: false, unknown: 0 };
+    s.pending = s.stage;
+    return { t: 'rowsRead', req: msg.req, ok: true, unknown: stageReader.unknown };
   }
 
   /**
@@ -514,6 +550,7 @@ export class AgentHost {
       s.agents[slot] = agent;
       s.addId(id, slot);
       s.observations[slot] = null;
+      if (slot < s.stamps.length) s.stamps[slot] = 0; // a row read for the slot's agent before is not the newcomer's
       if (every !== 1) lodOf(s).spawned(slot, id, every);
       else s.lod?.spawned(slot, id, 1);
       this.progress?.step(); // spawning 50,000 agents takes a while: the watchdog sees it move
@@ -566,6 +603,7 @@ export class AgentHost {
       // bytes, not two); where that gives up (rows the check refuses), the check says so again on its own.
       const known = stage === null ? null : s.knownRows(false);
       const read = stage !== null && s.readFrameRow !== null && stageReader.read(s, stage.frame, stage.start, stage.count, stage.width, known);
+      if (read) s.pending = s.stage;
       const refused = stage !== null && !read && !checkStage(stage.frame, stage.start, stage.count, stage.width, known);
       if (!refused && s.restarts.size > 0) this.restart(s, out);
       if (order.lod !== undefined && order.lod !== null) {
@@ -592,8 +630,10 @@ export class AgentHost {
           if (a !== null && a !== undefined) a.self = obs;
         }
       }
-      // Rows read into the spares become the observations as their agents tick (tickAgents: one touch of each agent).
-      const swap = read ? s.stage : NO_SWAP;
+      // Rows read into the spares since the last tick (this order's stage, fixed mode's read orders) become the
+      // observations as their agents tick (tickAgents: one touch of each agent).
+      const swap = refused ? NO_SWAP : s.pending;
+      if (!refused) s.pending = NO_SWAP;
       if (stage !== null && !refused) unknown = read ? stageReader.unknown : applyStagedRows(s, stage.frame, stage.count);
       if (order.results !== null) {
         const data = order.results.data;
@@ -801,6 +841,7 @@ const EMPTY_VIEW = new DataView(EMPTY_FRAME.buffer);
  * gives the reply once done, else null. `ms` counts the parts' own time, `longestMs` the longest part.
  */
 function packInParts(req: number, s: HostSession): (until: number) => FromHost | null {
+  settle(s); // the rows read since the last tick are part of the agents' state
   const packing = new AgentPacking(s.agents, s.fields);
   let ms = 0;
   let longestMs = 0;
@@ -949,6 +990,13 @@ function swapStamped(s: HostSession, stage: number): void {
     const agent = agents[slot];
     if (agent !== null && agent !== undefined && stamps[slot] === stage) swapSpare(s.spares, s.observations, slot, agent);
   }
+}
+
+/** The rows waiting in the spares for the session's next tick become the observations now (HostSession.pending). */
+function settle(s: HostSession): void {
+  if (s.pending === NO_SWAP) return;
+  swapStamped(s, s.pending);
+  s.pending = NO_SWAP;
 }
 
 /** Agent `slot`'s spare observation made its observation, the one it replaces the spare. */

@@ -116,6 +116,18 @@ export class RecoveryJournal {
       case 'drop':
         logs.delete(msg.session);
         return false;
+      case 'read': {
+        // A fixed-mode frame's rows, read by the worker as they come: replayed in their place among the tick orders.
+        const log = logs.get(msg.session);
+        if (log === undefined) return false;
+        log.orders.push(msg);
+        log.loggedBytes += msg.frame.byteLength;
+        this.frames?.hold(msg.frame);
+        return false;
+      }
+      case 'settle':
+        logs.get(msg.session)?.orders.push(msg);
+        return false;
       case 'tick': {
         const log = logs.get(msg.session);
         if (log === undefined) return false; // the router only ticks a worker it spawned agents on
@@ -174,6 +186,11 @@ export class RecoveryJournal {
     if (log === undefined || log.inflight?.req !== reply.req) return; // dropped, or the worker was replaced meanwhile
     const covered = log.orders.splice(0, log.inflight.covers);
     for (const o of covered) {
+      if (o.t === 'read') {
+        log.loggedBytes -= o.frame.byteLength;
+        this.frames?.release(o.frame);
+        continue;
+      }
       if (o.t !== 'tick') continue;
       log.ticks--;
       log.loggedBytes -= inputBytes(o);
@@ -243,10 +260,10 @@ export class RecoveryJournal {
     this.hosts[host]!.clear();
   }
 
-  /** Request ids of the tick orders logged for `host` (the ones a replay can answer). */
+  /** Request ids of the tick and read orders logged for `host` (the ones a replay can answer). */
   tickRequests(host: number): Set<number> {
     const reqs = new Set<number>();
-    for (const log of this.hosts[host]!.values()) for (const o of log.orders) if (o.t === 'tick') reqs.add(o.req);
+    for (const log of this.hosts[host]!.values()) for (const o of log.orders) if (o.t === 'tick' || o.t === 'read') reqs.add(o.req);
     return reqs;
   }
 

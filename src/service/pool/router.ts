@@ -9,7 +9,7 @@ import { SessionShard } from './shard.js';
 import { emitLogs, type LogAgentLookup, type LogColumns } from './logs.js';
 import type { AgentListing, AgentPool, AgentView, Decisions, EntryError, FrameTick, PoolLogEvent, PoolLogger, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, UnreadFrame, WorkerStats } from './types.js';
 import type { TreeLibrary } from '../../bt/library.js';
-import { transferList, type FromHost, type HostRequest, type StageOrder, type StagedPart, type TickOrder, type TickReply, type TickStage, type ToHost, type WorldUpdate } from './wire.js';
+import { transferList, type FromHost, type HostRequest, type ReadOrder, type StageOrder, type StagedPart, type TickOrder, type TickReply, type TickStage, type ToHost, type WorldUpdate } from './wire.js';
 import { SpawnBatchBuilder } from './spawns.js';
 import type { TreeLookup } from './host.js';
 import { IdIndex, Msg, ResultColumns, isAgentId, isPackedRows, stagedAsFrameRows, type KnownIds, type KnownRowIds, type PackedRows, type ResultList, type StagedRows } from '../../protocol/index.js';
@@ -74,6 +74,11 @@ class RouterSession implements KnownIds {
   home = -1;
   /** False until the session's first tick: a game server still spawning its agents (PoolRouter.homeFor). */
   ticked = false;
+  /**
+   * True from a fixed-mode frame read on the worker (readFrame) until the session's next tick order: its rows wait in
+   * the worker's spares for that tick, so rows read here (observe), which ride the tick order, have them settled first.
+   */
+  readPending = false;
   scanIds: AgentId[] = [];
   scanPacked: number[] = [];
   shards: SessionShard[];
@@ -535,6 +540,11 @@ export abstract class PoolRouter implements AgentPool {
   ): { unknown: number } {
     const s = this.session(session);
     const shards = s.shards;
+    if (s.readPending) {
+      // Rows of earlier frames wait in the workers' spares: they become the observations before these rows land.
+      s.readPending = false;
+      for (let h = 0; h < shards.length; h++) if (shards[h]!.count > 0 && this.up[h]) this.post(h, { t: 'settle', session }, []);
+    }
     if (full) for (let h = 0; h < shards.length; h++) shards[h]!.startFull();
     let unknown = 0;
     if (isPackedRows(agents)) {
@@ -801,6 +811,29 @@ export abstract class PoolRouter implements AgentPool {
     });
   }
 
+  readFrame(session: string, bytes: Uint8Array, start: number, count: number, width: number): Promise<{ unknown: number } | null> | null {
+    // A small frame's rows cost the main thread less to check and route than the round trip to a worker does.
+    if (!this.stagesRows || count < this.minStagedRows) return null;
+    const s = this.sessions.get(session);
+    if (s === undefined || s.fields === null || s.fields.length !== width) return null;
+    let host = -1;
+    for (let h = 0; h < this.hostCount; h++) {
+      const shard = s.shards[h]!;
+      // Rows read here wait for the next tick order: a frame read on the worker now would land before them.
+      if (shard.hasObservations) return null;
+      if (shard.count === 0) continue;
+      if (host >= 0 || !this.up[h]) return null;
+      host = h;
+    }
+    if (host < 0) return null;
+    s.readPending = true;
+    const order: ReadOrder = { t: 'read', req: this.nextReq++, session, frame: this.shareFrame(bytes), start, count, width };
+    return this.request(host, order, []).then(
+      (reply) => (reply.t === 'rowsRead' && reply.ok ? { unknown: reply.unknown } : null),
+      () => null,
+    );
+  }
+
   /**
    * Sends each host its tick order; `stage`, when not null, rides on host `stageHost`'s (which holds every agent of
    * the session). Resolves with the decisions and how many of the stage's rows named no agent, or with null when
@@ -845,6 +878,7 @@ export abstract class PoolRouter implements AgentPool {
         pending.push(this.request(h, order, transferList(input.rows, input.results, input.frameRows)));
         hosts.push(h);
       }
+      s.readPending = false; // the tick swaps in what the workers read
       const settled = await Promise.allSettled(pending);
       let unknown = 0;
       let unknownResults: AgentId[] | null = null;

@@ -92,6 +92,11 @@ export class SessionShard {
     return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.frameRows !== null || this.results !== null;
   }
 
+  /** True when observations are buffered for the next tick (rows, objects, or a full snapshot's clearing). */
+  get hasObservations(): boolean {
+    return this.clear || this.objects !== null || this.rows !== null || this.frameRows !== null;
+  }
+
   /**
    * Rows of `frame` follow (FrameRows: checked by the protocol, decoded by the host): call before writing
    * them into the batch's `slots`, `offsets` and `count` (room for `rows` more rows is made here), and

@@ -282,6 +282,15 @@ export interface AgentPool {
    * it does not apply (the inline pool; agents on several workers or none; a tick in progress; rows of another width).
    */
   tickFrame(session: string, tick: number, time: number, dt: number, basedOn: number, frame: UnreadFrame): Promise<FrameTick | null> | null;
+  /**
+   * Fixed mode: a snapshot frame's rows, unread here, to the one worker holding every agent of the session, which
+   * checks them and reads them into its agents' observations as the frame arrives (docs/capacity.md, *Round
+   * twenty-six*); the next tick sees them, as it sees rows `observe` applied. Resolves with how many rows named no
+   * agent, or null when the rows fail the protocol's check or the worker could not answer (nothing of the frame
+   * applied): read the frame the ordinary way then. Null at once where it does not apply (the inline pool; agents on
+   * several workers or none; a worker down; rows of another width; rows from `observe` waiting for the next tick).
+   */
+  readFrame(session: string, bytes: Uint8Array, start: number, count: number, width: number): Promise<{ unknown: number } | null> | null;
   /** The session's string ids, for the protocol's fast path to find from a frame's bytes (null: no such session). */
   knownIds(session: string): KnownIds | null;
   /** Replaces the session's shared world state (sent to workers with the next tick). */

@@ -104,10 +104,12 @@ export interface TickStage {
 }
 
 /**
- * The snapshot frames a tick order reads (its frame rows', its stage's), in a new array (null: none): the router holds
- * them until the host answers, the recovery journal until a checkpoint covers the order.
+ * The snapshot frames an order reads (a tick order's frame rows' and stage's, a read order's), in a new array (null:
+ * none): the router holds them until the host answers, the recovery journal until a checkpoint covers the order.
  */
-export function framesOf(order: TickOrder): Uint8Array[] | null {
+export function framesOf(order: ToHost): Uint8Array[] | null {
+  if (order.t === 'read') return [order.frame];
+  if (order.t !== 'tick') return null;
   const stage = order.stage ?? null;
   if (order.frameRows === null || order.frameRows.frames.length === 0) return stage === null ? null : [stage.frame];
   const frames = order.frameRows.frames.slice();
@@ -127,7 +129,35 @@ export type ToHost =
   | RestoreOrder
   | StageOrder
   | RoutesOrder
+  | ReadOrder
+  | { t: 'settle'; session: string }
   | { t: 'stop'; session: string; slot: number; message: string };
+
+/**
+ * Fixed mode (AgentPool.readFrame): a snapshot's rows that the main thread did not read, for the host holding every
+ * agent of the session, as the snapshot arrives. The host checks all `count` rows of the shared `frame` from byte
+ * `start` as the protocol's fast path does and, if every row passes, reads its agents' rows into their spare
+ * observations, which become their observations at the next tick (rows of a later frame win); if one fails, nothing
+ * of the frame applies. `settle`: the spares read so far become the observations now, before input that rides the
+ * next tick order (rows the main thread read) lands on them.
+ */
+export interface ReadOrder {
+  t: 'read';
+  req: number;
+  session: string;
+  frame: Uint8Array;
+  start: number;
+  count: number;
+  width: number;
+}
+
+/** The answer to a ReadOrder: whether the rows passed the check (and were read), and how many named no agent. */
+export interface ReadReply {
+  t: 'rowsRead';
+  req: number;
+  ok: boolean;
+  unknown: number;
+}
 
 /**
  * The routes of the session's agents on other hosts, for the host that checks the session's frames alone when its
@@ -271,6 +301,7 @@ export type FromHost =
   | { t: 'forced'; req: number; ok: boolean }
   | { t: 'failed'; req: number; message: string }
   | StageReply
+  | ReadReply
   | CheckpointReply;
 
 /** Worker → router, once, after loading (not sent by the inline host). */

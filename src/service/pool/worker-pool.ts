@@ -177,9 +177,9 @@ export class WorkerPool extends PoolRouter {
     if (t.gone) return Promise.reject(new Error(`worker ${host} is down`));
     // A stage order changes nothing on the worker (its rows come back with the tick order, which is logged).
     const due = msg.t === 'stage' ? false : (this.journal?.record(host, msg) ?? false);
-    // The frames of a tick order are held until the worker answers it (it reads them before ticking), whether by
-    // this worker or, after a crash, by its replacement (the journal holds them meanwhile).
-    const frames = msg.t === 'tick' ? framesOf(msg) : null;
+    // The frames of a tick or read order are held until the worker answers it (it reads them before ticking), whether
+    // by this worker or, after a crash, by its replacement (the journal holds them meanwhile).
+    const frames = framesOf(msg);
     if (frames !== null) for (const f of frames) framePool.hold(f);
     let reply = new Promise<FromHost>((resolve, reject) => {
       t.pending.set(msg.req, { resolve, reject });

@@ -189,6 +189,8 @@ export class Session {
   private holdingRecords = false;
   /** The records held meanwhile; null while none came (the usual frame: nothing allocated). */
   private heldRecords: Array<() => void> | null = null;
+  /** Fixed mode: the snapshot frame its worker is reading (applyFrame) until it answers; the next tick waits for it. */
+  private reading: Promise<unknown> | null = null;
   /** Inspector control (breakpoints, src/inspector/control.ts): may hold a lockstep tick's decisions until released. */
   hold: ((tick: number) => Promise<void> | null) | null = null;
   /** canopy_tick_duration_seconds and canopy_ticks_total of this session's mode, counted on every tick. */
@@ -410,6 +412,7 @@ export class Session {
       this.durable?.snapshot(msg, raw);
     }
     if (msg.world !== undefined) pool.setWorld(this.id, msg.world);
+    if (this.mode === 'fixed' && msg.agents !== undefined && !this.replaying) this.host.metrics.fixedSnapshotPath.main_thread.inc();
     if (msg.agents !== undefined || msg.full === true) {
       const { unknown } = pool.observe(
         this.id,
@@ -421,6 +424,41 @@ export class Session {
     const errors = msg.results !== undefined ? this.applyResults(msg.results) : [];
     this.basedOn = msg.tick;
     return errors;
+  }
+
+  /**
+   * Fixed mode, a snapshot whose rows the main thread did not read (docs/capacity.md, *Round twenty-six*): the worker
+   * holding the session's agents checks the rows and reads them as the frame arrives (AgentPool.readFrame); then the
+   * rest of the frame applies as applySnapshot applies it, and `basedOn` becomes its tick. The next tick waits for the
+   * worker's answer, so it sees the frame and says so in `basedOn`. Resolves with the errors of the frame's results,
+   * or null when the rows fail the check: nothing of the frame applied, `refused` has read it the ordinary way (before
+   * any tick). Null at once where this does not apply (a recorded or durable session, whose logs keep the inputs in
+   * arrival order; a full snapshot; a replay; where the pool cannot). The caller sends the session nothing else
+   * meanwhile.
+   */
+  applyFrame(msg: SnapshotMessage, rows: { start: number; count: number; width: number }, raw: Uint8Array, refused: () => void): Promise<EntryError[] | null> | null {
+    if (this.mode !== 'fixed' || this.closed || this.replaying || this.recorder !== null || this.durable !== null || msg.full === true) return null;
+    const pending = this.host.pool.readFrame(this.id, raw, rows.start, rows.count, rows.width);
+    if (pending === null) return null;
+    const run = pending.then((read) => {
+      if (this.closed) return null;
+      if (read === null) {
+        refused();
+        return null;
+      }
+      this.host.metrics.fixedSnapshotPath.worker.inc();
+      if (read.unknown > 0) this.host.metrics.unknownRows.inc(read.unknown);
+      if (msg.world !== undefined) this.host.pool.setWorld(this.id, msg.world);
+      const errors = msg.results !== undefined ? this.applyResults(msg.results) : [];
+      this.basedOn = msg.tick;
+      return errors;
+    });
+    const reading = run.catch(() => undefined);
+    this.reading = reading;
+    void reading.then(() => {
+      if (this.reading === reading) this.reading = null;
+    });
+    return run;
   }
 
   /**
@@ -577,6 +615,7 @@ export class Session {
 
   /** Ticks every agent once; counts the tick and what it decided. */
   private async runTick(tick: number, time: number, dt: number): Promise<{ decisions: DecisionsFields; encoded: Buffer | undefined }> {
+    if (this.reading !== null) await this.reading;
     const basedOn = this.basedOn;
     const started = performance.now();
     let d: Decisions;
