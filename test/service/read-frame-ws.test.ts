@@ -6,11 +6,8 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { encode } from '../../src/protocol/index.js';
 import { RawClient, start, writeFixture, type Running } from './harness.js';
-
-const FIELDS = ['hp', 'pos', 'name'];
-const ECHO = { root: { type: 'action', action: 'see', instant: true, args: { hp: 'self.hp', pos: 'self.pos', name: 'self.name' } } };
+import { ECHO, FIELDS, countsByPath, expectSameAnswersToDrawn, rowArbitraries, snapshotBytes } from './snapshot-frames.js';
 
 let fixture: Awaited<ReturnType<typeof writeFixture>>;
 let workers: Running;
@@ -29,16 +26,7 @@ afterAll(async () => {
   await fixture?.remove();
 });
 
-// Mostly rows the workers take; now and then an id or a value only the ordinary path reads (the frame then goes that way).
-const id = fc.oneof(
-  { weight: 10, arbitrary: fc.oneof(fc.nat({ max: 27 }), fc.nat({ max: 27 }).map((i) => 1_000_000 * (i + 1) + i), fc.nat({ max: 27 }).map((i) => `a${i}`)) },
-  { weight: 1, arbitrary: fc.constantFrom(-1, 0.5, '') },
-);
-const value = fc.oneof(
-  { weight: 30, arbitrary: fc.oneof(fc.double(), fc.integer(), fc.boolean(), fc.constant(null), fc.stringMatching(/^[a-z0-9 ]{0,6}$/), fc.array(fc.double(), { maxLength: 4 })) },
-  { weight: 1, arbitrary: fc.constantFrom<unknown>({ x: 1 }, 'ünï') },
-);
-const row = fc.oneof({ weight: 30, arbitrary: fc.tuple(id, value, value, value).map((r) => [...r]) }, fc.tuple(id, fc.array(value, { maxLength: 4 })).map(([i, v]) => [i, ...v]));
+const { id, row } = rowArbitraries((i) => 1_000_000 * (i + 1) + i);
 const snapshot = fc.record({
   agents: fc.array(row, { maxLength: 12 }),
   full: fc.oneof({ weight: 5, arbitrary: fc.constant(false) }, fc.constant(true)),
@@ -54,37 +42,18 @@ test('fixed mode: the same frames to a service with worker threads and to the in
     return client;
   };
   // The service's own count of how it read each fixed-mode snapshot (canopy_fixed_snapshots_total), before and after.
-  const paths = async (): Promise<Record<string, number>> =>
-    Object.fromEntries((await workers.server.metrics.fixedSnapshotPaths.get()).values.map((v) => [v.labels.path as string, v.value]));
+  const paths = (): Promise<Record<string, number>> => countsByPath(workers.server.metrics.fixedSnapshotPaths);
   const pathsBefore = await paths();
   const clients = await Promise.all([open(workers), open(inline)]);
-  const from = clients.map((c) => c.frames.length);
-  let tick = 0;
-  let n = 0;
-  await fc.assert(
-    fc.asyncProperty(fc.array(snapshot, { minLength: 1, maxLength: 5 }), async (snapshots) => {
-      const frames = snapshots.map((s) => {
-        tick++;
-        const head = { t: 'snapshot', id: tick, tick, ...(s.full ? { full: true } : {}), ...(s.results.length > 0 ? { results: s.results } : {}) };
-        const bytes = Buffer.from(encode({ ...head, agents: s.agents }));
-        if (s.corrupt !== null) bytes[s.corrupt[0] % bytes.length] = s.corrupt[1];
-        return bytes;
-      });
-      n++;
-      await Promise.all(
-        clients.map(async (client) => {
-          for (const bytes of frames) client.sendRaw(bytes);
-          expect((await client.request({ t: 'ping', n }, 'pong')).n).toBe(n);
-        }),
-      );
-      // Decisions come on each service's own clock: left out. The pings' request ids differ: left out.
-      const answers = (k: number): unknown[] =>
-        clients[k]!.frames.slice(from[k]).filter((f) => f.t !== 'decisions').map((f) => (f.t === 'pong' ? { t: 'pong', n: f.n } : f));
-      expect(answers(0)).toEqual(answers(1));
-    }),
-    // A fixed seed: how many frames take each path depends on the frames drawn, and both paths must be taken.
-    { numRuns: 60, seed: 20261129 },
+  // Decisions come on each service's own clock: left out.
+  const drawn = await expectSameAnswersToDrawn(
+    clients,
+    snapshot,
+    (s, tick) => snapshotBytes({ t: 'snapshot', id: tick, tick, ...(s.full ? { full: true } : {}), ...(s.results.length > 0 ? { results: s.results } : {}) }, s.agents, false, s.corrupt),
+    20261129,
+    (t) => t !== 'decisions',
   );
+  let tick = drawn.tick;
   const pathsAfter = await paths();
   const delta = (path: string): number => (pathsAfter[path] ?? 0) - (pathsBefore[path] ?? 0);
   expect(delta('worker'), 'frames read by the worker').toBeGreaterThan(0);

@@ -5,12 +5,9 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { encode } from '../../src/protocol/index.js';
 import { RawClient, start, writeFixture, type Running } from './harness.js';
 import type { AgentPool } from '../../src/service/pool/index.js';
-
-const FIELDS = ['hp', 'pos', 'name'];
-const ECHO = { root: { type: 'action', action: 'see', instant: true, args: { hp: 'self.hp', pos: 'self.pos', name: 'self.name' } } };
+import { ECHO, FIELDS, countsByPath, expectSameAnswersToDrawn, rowArbitraries, snapshotBytes } from './snapshot-frames.js';
 
 let fixture: Awaited<ReturnType<typeof writeFixture>>;
 /** Each session's agents on one worker: its frames applied and ticked in one message (tickFrame). */
@@ -36,16 +33,7 @@ afterAll(async () => {
   await fixture?.remove();
 });
 
-// Mostly rows the workers take; now and then an id or a value only the ordinary path reads (the frame then goes that way).
-const id = fc.oneof(
-  { weight: 10, arbitrary: fc.oneof(fc.nat({ max: 27 }), fc.nat({ max: 27 }).map((i) => 1_000_000 * i + i), fc.nat({ max: 27 }).map((i) => `a${i}`)) },
-  { weight: 1, arbitrary: fc.constantFrom(-1, 0.5, '') },
-);
-const value = fc.oneof(
-  { weight: 30, arbitrary: fc.oneof(fc.double(), fc.integer(), fc.boolean(), fc.constant(null), fc.stringMatching(/^[a-z0-9 ]{0,6}$/), fc.array(fc.double(), { maxLength: 4 })) },
-  { weight: 1, arbitrary: fc.constantFrom<unknown>({ x: 1 }, 'ünï') },
-);
-const row = fc.oneof({ weight: 30, arbitrary: fc.tuple(id, value, value, value).map((r) => [...r]) }, fc.tuple(id, fc.array(value, { maxLength: 4 })).map(([i, v]) => [i, ...v]));
+const { id, row } = rowArbitraries((i) => 1_000_000 * i + i);
 const snapshot = fc.record({
   agents: fc.array(row, { maxLength: 12 }),
   full: fc.boolean(),
@@ -84,36 +72,17 @@ test.each([
     return out === null ? null : out.then((ticked) => ((folded += ticked === null ? 0 : 1), ticked));
   };
   // The service's own count of how it read each lockstep snapshot (canopy_lockstep_snapshots_total), before and after.
-  const paths = async (): Promise<Record<string, number>> =>
-    Object.fromEntries((await withWorkers.server.metrics.snapshotPaths.get()).values.map((v) => [v.labels.path as string, v.value]));
+  const paths = (): Promise<Record<string, number>> => countsByPath(withWorkers.server.metrics.snapshotPaths);
   const pathsBefore = await paths();
   const clients = await Promise.all([open(withWorkers), open(inline)]);
-  // From here on: what the snapshots bring back (the welcome and spawn answers carry ids of their own).
-  const from = clients.map((c) => c.frames.length);
-  let tick = 0;
-  let n = 0;
-  await fc.assert(
-    fc.asyncProperty(fc.array(snapshot, { minLength: 1, maxLength: 5 }), async (snapshots) => {
-      const frames = snapshots.map((s) => {
-        tick++;
-        const head = { t: 'snapshot', id: tick, tick, time: tick * 0.05, ...(s.full ? { full: true } : {}), ...(s.results.length > 0 ? { results: s.results } : {}) };
-        const bytes = Buffer.from(encode(s.rowsFirst ? { agents: s.agents, ...head } : { ...head, agents: s.agents }));
-        if (s.corrupt !== null) bytes[s.corrupt[0] % bytes.length] = s.corrupt[1];
-        return bytes;
-      });
-      n++;
-      await Promise.all(
-        clients.map(async (client) => {
-          for (const bytes of frames) client.sendRaw(bytes);
-          expect((await client.request({ t: 'ping', n }, 'pong')).n).toBe(n);
-        }),
-      );
-      // The pings' request ids differ (the test client numbers requests across clients): left out.
-      const answers = (k: number): unknown[] => clients[k]!.frames.slice(from[k]).map((f) => (f.t === 'pong' ? { t: 'pong', n: f.n } : f));
-      expect(answers(0)).toEqual(answers(1));
-    }),
-    // A fixed seed: how many frames take each path depends on the frames drawn, and both paths must be taken.
-    { numRuns: 60, seed: 20261123 },
+  const { batches: n } = await expectSameAnswersToDrawn(
+    clients,
+    snapshot,
+    (s, tick) => {
+      const head = { t: 'snapshot', id: tick, tick, time: tick * 0.05, ...(s.full ? { full: true } : {}), ...(s.results.length > 0 ? { results: s.results } : {}) };
+      return snapshotBytes(head, s.agents, s.rowsFirst, s.corrupt);
+    },
+    20261123,
   );
   // Spread sessions never tick in one go. On one worker, full snapshots (and frames whose rows fail) are staged.
   expect(staged + folded).toBeGreaterThan(n / 2);

@@ -141,14 +141,8 @@ export type ToHost =
  * of the frame applies. `settle`: the spares read so far become the observations now, before input that rides the
  * next tick order (rows the main thread read) lands on them.
  */
-export interface ReadOrder {
+export interface ReadOrder extends Omit<StageOrder, 't' | 'host' | 'all' | 'scan'> {
   t: 'read';
-  req: number;
-  session: string;
-  frame: Uint8Array;
-  start: number;
-  count: number;
-  width: number;
 }
 
 /** The answer to a ReadOrder: whether the rows passed the check (and were read), and how many named no agent. */
