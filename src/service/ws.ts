@@ -348,7 +348,8 @@ class Connection implements LiveConnection, SessionOutput {
       if (this.ctx.pool.workerCount > 0) return this.lockstep(session, unread.parsed.msg, unread.parsed.errors, unread.parsed.omittedErrors, bytes, unread);
       return this.unreadRows(session, unread, bytes);
     }
-    return this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, options), bytes);
+    const own = session.mode === 'fixed' ? ownFrame(bytes) : bytes;
+    return this.handleParsed(session, parseClientFrame(own, this.ctx.config.maxFrameBytes, options), own);
   }
 
   /**
@@ -357,7 +358,10 @@ class Connection implements LiveConnection, SessionOutput {
    * the client hears exactly what it always heard). Later frames of the connection wait meanwhile.
    */
   private fixedFrame(session: Session, unread: UnreadRows, bytes: Buffer): Promise<void> | undefined {
-    const ordinary = (): void => void this.handleParsed(session, parseClientFrame(bytes, this.ctx.config.maxFrameBytes, this.parseOptions(session)), bytes);
+    const ordinary = (): void => {
+      const own = ownFrame(bytes);
+      void this.handleParsed(session, parseClientFrame(own, this.ctx.config.maxFrameBytes, this.parseOptions(session)), own);
+    };
     const { parsed } = unread;
     const rows = { start: unread.start, count: unread.count, width: session.fields?.length ?? 0 };
     const applying = session.applyFrame(parsed.msg, rows, bytes, ordinary);
@@ -588,8 +592,9 @@ class Connection implements LiveConnection, SessionOutput {
       ),
     );
     if (resumed) session.resumed();
-    // Lockstep: each message is done with once handled (process()), so large ones can arrive in frame memory.
-    if (session.mode === 'lockstep') receiveFramesOn(this.socket);
+    // Each message is done with once handled (process()), so large ones can arrive in frame memory: a lockstep
+    // session's, and a fixed session's where workers read its rows (those read here are copied out first: ownFrame).
+    if (session.mode === 'lockstep' || this.ctx.pool.workerCount > 0) receiveFramesOn(this.socket);
     session.attach(this);
     if (this.warmup) this.log.debug({ session: session.id }, 'start-up warm-up session opened');
     else this.log.info({ session: session.id, mode: session.mode, transport: 'ws', resumed }, resumed ? 'session resumed' : 'session opened');
@@ -784,6 +789,14 @@ class Connection implements LiveConnection, SessionOutput {
 type PauseReason = 'queue' | 'congestion' | 'rate';
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * A fixed session's frame read on the main thread, out of frame memory when it was received there: its rows wait in
+ * it for the session's next tick (so does a durable session's record of it), after process() let go of it.
+ */
+function ownFrame(bytes: Buffer): Buffer {
+  return framePool.pooled(bytes) ? Buffer.from(bytes) : bytes;
+}
 
 /** `t: 'spawn'` as the first field of a map (fixmap or map16): how game servers write a spawn. */
 const SPAWN_HEAD = [0xa1, 0x74, 0xa5, 0x73, 0x70, 0x61, 0x77, 0x6e];

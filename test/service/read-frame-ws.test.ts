@@ -75,3 +75,25 @@ test('fixed mode: the same frames to a service with worker threads and to the in
   expect((await paths())['worker']).toBe(pathsAfter['worker']! + 2);
   await Promise.all(clients.map((c) => c.close()));
 }, 120_000);
+
+test('fixed mode: large frames received into frame memory and read on the main thread wait for their tick intact', async () => {
+  // Frames over 32 KB arrive in the workers' frame memory, which is let go of once the message is handled. A full
+  // snapshot's rows are read on the main thread and wait for the next tick in their frame, and so do the next
+  // frame's (rows waiting: not for the worker), which arrives in memory of the same size: both must still be theirs
+  // when that tick reads them.
+  const ids = Array.from({ length: 1000 }, (_, i) => i); // the service's limit per session
+  const { client } = await RawClient.hello(workers.wsUrl, { mode: 'fixed', hz: 20, fields: FIELDS });
+  await client.request({ t: 'spawn', agents: ids.map((agent) => ({ id: agent, tree: 'echo' })) }, 'spawned');
+  // Names of 90 characters: frames of about 100 KB, which span several socket reads (those are received into frame memory).
+  const name = (k: number, i: number): string => `${k % 2 === 0 ? 'even' : 'odd'}${i % 7}`.padEnd(90, '.');
+  for (let k = 1; k <= 6; k++) {
+    const full = 2 * k - 1;
+    const part = 2 * k;
+    client.send({ t: 'snapshot', tick: full, full: true, agents: ids.map((agent, i) => [agent, k * 10_000 + i, [k, i], name(k, i)]) });
+    client.send({ t: 'snapshot', tick: part, agents: ids.filter((i) => i % 10 < 7).map((agent) => [agent, 0 - agent, [-k, 0], 'part'.padEnd(90, '.')]) });
+    const based = await client.next('decisions', (f) => f.basedOn === part, 10_000);
+    const seen = new Map((based.actions as Array<[number, number, string, { hp: number; name: string }]>).map(([agent, , , args]) => [agent, [args.hp, args.name]]));
+    expect(ids.map((i) => seen.get(i))).toEqual(ids.map((i) => (i % 10 < 7 ? [0 - i, 'part'.padEnd(90, '.')] : [k * 10_000 + i, name(k, i)])));
+  }
+  await client.close();
+}, 60_000);

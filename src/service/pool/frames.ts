@@ -58,6 +58,11 @@ export class FramePool {
     return Buffer.from(this.take(length, 1), 0, length);
   }
 
+  /** True when `bytes` lies in a buffer of this pool (copied or received here and not yet back). */
+  pooled(bytes: Uint8Array): boolean {
+    return this.out.has(bytes.buffer);
+  }
+
   /** One more holder of `frame` (a worker it is posted to, a log keeping it). No-op for frames not in this pool. */
   hold(frame: Uint8Array): void {
     const e = this.out.get(frame.buffer);
