@@ -601,6 +601,42 @@ describe('sessions kept on one worker (sessionAffinity)', () => {
     }
   });
 
+  it('fixed-mode game servers whose clocks tick while they spawn stay whole too; once they send input they count as their agents', async () => {
+    const p = await createAgentPool({ trees, plugins, workers: 2 });
+    try {
+      await p.ready();
+      // A fixed session ticks on its own clock from its hello on: ticks without input must not count it as playing.
+      for (const k of [1, 2, 3, 4]) p.createSession(`f${k}`, { fields: FIELDS, maxAgents: 20_000, clocked: true });
+      const spawned = [0, 0, 0, 0, 0];
+      let tick = 0;
+      const part = async (k: number, n: number): Promise<void> => {
+        expect(p.spawn(`f${k}`, ids(n, spawned[k]!)).errors).toEqual([]);
+        spawned[k]! += n;
+        tick++;
+        for (const j of [1, 2, 3, 4]) await p.tick(`f${j}`, tick, tick * DT, DT, -1);
+      };
+      for (let i = 0; i < 4; i++) await part(1, 1000);
+      await part(2, 1000);
+      await part(1, 1000);
+      await part(3, 1000);
+      await part(4, 1000);
+      while (spawned.some((n, k) => k > 0 && n < 12_500)) for (const k of [2, 3, 4, 1]) if (spawned[k]! < 12_500) await part(k, Math.min(1000, 12_500 - spawned[k]!));
+      const homes = [1, 2, 3, 4].map((k) => workersOf(p, `f${k}`));
+      expect(homes.every((w) => w.length === 1)).toBe(true);
+      expect(p.workerStats().map((w) => w.agents)).toEqual([25_000, 25_000]);
+      // Their first snapshots, then a tick: now each counts as the agents it has.
+      for (const k of [1, 2, 3, 4]) p.observe(`f${k}`, [[0, 1]], false);
+      tick++;
+      for (const k of [1, 2, 3, 4]) await p.tick(`f${k}`, tick, tick * DT, DT, tick);
+      p.despawn('f1', ids(2000).map((a) => a.id));
+      p.createSession('late', { fields: FIELDS, maxAgents: 10_000 });
+      expect(p.spawn('late', ids(100)).errors).toEqual([]);
+      expect(workersOf(p, 'late')).toEqual(homes[0]);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('an imported session is placed the same way', async () => {
     const [from, to] = await Promise.all([createAgentPool({ trees, plugins, workers: 2, sessionAffinity: 0 }), createAgentPool({ trees, plugins, workers: 2 })]);
     try {

@@ -72,8 +72,15 @@ class RouterSession implements KnownIds {
    * loaded one when its first agent came, or when the one before went down; -1 before that.
    */
   home = -1;
-  /** False until the session's first tick: a game server still spawning its agents (PoolRouter.homeFor). */
+  /**
+   * False until the session's first tick (a `clocked` one's first after its game sent it input): a game server still
+   * spawning its agents (PoolRouter.homeFor).
+   */
   ticked = false;
+  /** The session ticks on its own clock (fixed mode), from before its game spawns: only `playing` ends the spawning. */
+  clocked = false;
+  /** True once the game sent the session a snapshot's rows, world or results, or action results. */
+  playing = false;
   /**
    * True from a fixed-mode frame read on the worker (readFrame) until the session's next tick order: its rows wait in
    * the worker's spares for that tick, so rows read here (observe), which ride the tick order, have them settled first.
@@ -328,7 +335,7 @@ export abstract class PoolRouter implements AgentPool {
     return outcome;
   }
 
-  createSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number }): void {
+  createSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number; clocked?: boolean }): void {
     if (this.sessions.has(session)) throw new PoolUsageError('E_INTERNAL', `session '${session}' already exists`);
     const fields = opts.fields === null ? null : [...opts.fields];
     if (fields !== null) {
@@ -341,7 +348,9 @@ export abstract class PoolRouter implements AgentPool {
         seen.add(f);
       }
     }
-    this.sessions.set(session, new RouterSession(session, fields, opts.maxAgents, this.hostCount));
+    const s = new RouterSession(session, fields, opts.maxAgents, this.hostCount);
+    s.clocked = opts.clocked === true;
+    this.sessions.set(session, s);
   }
 
   destroySession(session: string): void {
@@ -539,6 +548,7 @@ export abstract class PoolRouter implements AgentPool {
     full: boolean,
   ): { unknown: number } {
     const s = this.session(session);
+    s.playing = true;
     const shards = s.shards;
     if (s.readPending) {
       // Rows of earlier frames wait in the workers' spares: they become the observations before these rows land.
@@ -707,6 +717,7 @@ export abstract class PoolRouter implements AgentPool {
 
   setWorld(session: string, world: unknown): void {
     const s = this.session(session);
+    s.playing = true;
     s.world = world;
     s.worldVersion++;
   }
@@ -734,6 +745,7 @@ export abstract class PoolRouter implements AgentPool {
 
   results(session: string, results: ResultList): EntryError[] {
     const s = this.session(session);
+    s.playing = true;
     const errors: EntryError[] = [];
     if (results instanceof ResultColumns) {
       // Read by the fast path: every entry well-formed, only the ids to look up.
@@ -777,6 +789,7 @@ export abstract class PoolRouter implements AgentPool {
     if (!this.stagesRows) return null;
     const s = this.sessions.get(session);
     if (s === undefined || s.ticking || s.fields === null || s.fields.length !== frame.width) return null;
+    s.playing = true;
     let host = -1;
     for (let h = 0; h < this.hostCount; h++) {
       if (s.shards[h]!.count === 0) continue;
@@ -826,6 +839,7 @@ export abstract class PoolRouter implements AgentPool {
       host = h;
     }
     if (host < 0) return null;
+    s.playing = true;
     s.readPending = true;
     const order: ReadOrder = { t: 'read', req: this.nextReq++, session, frame: this.shareFrame(bytes), start, count, width };
     return this.request(host, order, []).then(
@@ -851,7 +865,7 @@ export abstract class PoolRouter implements AgentPool {
     const session = s.name;
     if (s.ticking) throw new PoolUsageError('E_INTERNAL', `session '${session}': tick ${tick} started before the previous tick ended`);
     s.ticking = true;
-    s.ticked = true;
+    if (s.playing || !s.clocked) s.ticked = true;
     try {
       const pending: Array<Promise<FromHost>> = [];
       const hosts: number[] = [];

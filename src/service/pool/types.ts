@@ -225,7 +225,11 @@ export interface AgentPool {
    * Opens a session. `fields`: observation field names for positional rows (null: map-form observations only).
    * Throws if the session exists or `fields` repeats a name or uses `__proto__`.
    */
-  createSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number }): void;
+  /**
+   * `clocked`: the session ticks on its own clock (fixed mode), from before its game spawns its agents: its ticks do
+   * not say that it stopped spawning (placement: PoolRouter.homeFor), its input does.
+   */
+  createSession(session: string, opts: { fields: readonly string[] | null; maxAgents: number; clocked?: boolean }): void;
   /** Frees every agent of the session (no cancels are produced). Unknown sessions are ignored. */
   destroySession(session: string): void;
   /**

@@ -209,7 +209,7 @@ export class Session {
     if (restore === undefined) {
       this.id = randomUUID();
       this.createdAt = new Date();
-      host.pool.createSession(this.id, { fields: options.fields, maxAgents: host.maxAgents });
+      host.pool.createSession(this.id, { fields: options.fields, maxAgents: host.maxAgents, clocked: options.mode === 'fixed' });
     } else {
       this.id = restore.id;
       this.createdAt = new Date(restore.createdAt);
