@@ -445,7 +445,7 @@ class Connection implements LiveConnection, SessionOutput {
         this.invalid(ErrorCode.E_PROTOCOL, `hello was already answered; this connection carries session ${session.id}`, msg.id);
         return undefined;
       case 'spawn': {
-        if (msg.agents.length > AGENTS_PER_TURN) return this.inParts(msg.agents, parsed.errors, (part, refused) => session.spawn(part, refused), (ids, errors) => {
+        if (msg.agents.length > AGENTS_PER_TURN) return this.inParts(msg.agents, parsed.errors, (part, refused, more) => session.spawn(part, refused, more), (ids, errors) => {
           this.outbox.send(encodeSpawned(ids, errors, msg.id, fieldWarnings(session, msg.agents, ids, this.ctx.treeReads)));
         }, session);
         const out = session.spawn(msg.agents, parsed.errors);
@@ -699,7 +699,7 @@ class Connection implements LiveConnection, SessionOutput {
   private async inParts<T>(
     entries: readonly T[],
     refused: readonly EntryError[],
-    apply: (part: readonly T[], refused: readonly EntryError[]) => { ids: AgentId[]; errors: EntryError[] },
+    apply: (part: readonly T[], refused: readonly EntryError[], more: number) => { ids: AgentId[]; errors: EntryError[] },
     reply: (ids: AgentId[], errors: EntryError[]) => void,
     session: Session,
   ): Promise<void> {
@@ -711,7 +711,8 @@ class Connection implements LiveConnection, SessionOutput {
         // Freed meanwhile: nothing to apply. Taken over by a resume meanwhile: handled all the same, as a frame read
         // just before the take-over is (lockstep() sends nothing to a connection the session left).
         if (session.ended) return;
-        const out = apply(entries.slice(from, from + AGENTS_PER_TURN), from === 0 ? refused : []);
+        const part = entries.slice(from, from + AGENTS_PER_TURN);
+        const out = apply(part, from === 0 ? refused : [], entries.length - from - part.length);
         for (const id of out.ids) ids.push(id);
         for (const e of out.errors) errors.push(e);
       }

@@ -637,6 +637,29 @@ describe('sessions kept on one worker (sessionAffinity)', () => {
     }
   });
 
+  it('game servers of more than sessionAffinity agents each that spawn in turns stay whole, one ahead of the others', async () => {
+    const p = await createAgentPool({ trees, plugins, workers: 2 });
+    try {
+      await p.ready();
+      // Four spawns of 25,000 (a fixed-mode load of 100,000) in parts of 1,000, as the service hands them over; the
+      // first ten parts ahead of the others. Counting only what is placed, the first would spill at 8,192 ahead.
+      const TOTAL = 25_000;
+      for (const k of [1, 2, 3, 4]) p.createSession(`b${k}`, { fields: FIELDS, maxAgents: TOTAL, clocked: true });
+      const spawned = [0, 0, 0, 0, 0];
+      const part = (k: number): void => {
+        const n = Math.min(1000, TOTAL - spawned[k]!);
+        expect(p.spawn(`b${k}`, ids(n, spawned[k]!), TOTAL - spawned[k]! - n).errors).toEqual([]);
+        spawned[k]! += n;
+      };
+      for (let i = 0; i < 10; i++) part(1);
+      while (spawned.some((n, k) => k > 0 && n < TOTAL)) for (const k of [2, 3, 4, 1]) if (spawned[k]! < TOTAL) part(k);
+      expect([1, 2, 3, 4].map((k) => workersOf(p, `b${k}`).length)).toEqual([1, 1, 1, 1]);
+      expect(p.workerStats().map((w) => w.agents)).toEqual([50_000, 50_000]);
+    } finally {
+      await p.close();
+    }
+  });
+
   it('an imported session is placed the same way', async () => {
     const [from, to] = await Promise.all([createAgentPool({ trees, plugins, workers: 2, sessionAffinity: 0 }), createAgentPool({ trees, plugins, workers: 2 })]);
     try {

@@ -81,6 +81,8 @@ class RouterSession implements KnownIds {
   clocked = false;
   /** True once the game sent the session a snapshot's rows, world or results, or action results. */
   playing = false;
+  /** Agents of a spawn handled in parts (`spawn`'s `more`) still to come: placement counts them on its home already. */
+  remaining = 0;
   /**
    * True from a fixed-mode frame read on the worker (readFrame) until the session's next tick order: its rows wait in
    * the worker's spares for that tick, so rows read here (observe), which ride the tick order, have them settled first.
@@ -429,15 +431,19 @@ export abstract class PoolRouter implements AgentPool {
     }
   }
 
-  spawn(session: string, entries: readonly SpawnEntry[]): { ids: AgentId[]; errors: EntryError[] } {
+  spawn(session: string, entries: readonly SpawnEntry[], more = 0): { ids: AgentId[]; errors: EntryError[] } {
     const s = this.session(session);
     const ids: AgentId[] = [];
     const errors: EntryError[] = [];
+    // What the other sessions still spawning will bring to each worker (placed in turns with this one: `place`).
+    const coming = this.coming(s);
+    s.remaining = entries.length + more;
     // Per worker, its messages of SPAWN_PART agents at most (a worker reads each in one go before it can look at
     // another session's tick), packed (spawns.ts).
     const parts: SpawnBatchBuilder[][] = Array.from({ length: this.hostCount }, () => []);
     const room = Math.min(SPAWN_PART, entries.length);
     for (const e of entries) {
+      s.remaining--;
       const id = (e as Partial<SpawnEntry> | null)?.id;
       if (!isAgentId(id)) {
         errors.push({ id: null, code: 'E_BAD_FIELD', message: 'id: must be an integer or a string' });
@@ -466,7 +472,7 @@ export abstract class PoolRouter implements AgentPool {
         errors.push({ id, code: 'E_LIMIT', message: Msg.limit('agents in this session', s.maxAgents) });
         continue;
       }
-      const host = this.place(s);
+      const host = this.place(s, coming);
       if (host < 0) {
         errors.push({ id, code: 'E_LIMIT', message: 'no worker is available to host the agent' });
         continue;
@@ -488,6 +494,7 @@ export abstract class PoolRouter implements AgentPool {
     for (let h = 0; h < this.hostCount; h++) {
       for (const part of parts[h]!) this.post(h, { t: 'spawn', session, fields: s.fields, agents: part.build() }, []);
     }
+    s.remaining = more;
     return { ids, errors };
   }
 
@@ -1083,25 +1090,54 @@ export abstract class PoolRouter implements AgentPool {
    * ticks with one round trip to it (and, staged, one more) instead of one per worker plus the stage, and its
    * decisions need no merge (docs/capacity.md, "Round thirteen").
    */
-  private place(s: RouterSession): number {
+  private place(s: RouterSession, coming: readonly number[] | null = null): number {
     const least = this.leastLoaded();
     if (least < 0 || this.sessionAffinity <= 0) return least;
     if (s.home < 0 || !this.up[s.home]) s.home = this.homeFor(s);
-    return this.load[s.home]! - this.load[least]! < this.sessionAffinity ? s.home : least;
+    // The least loaded worker's share of the other sessions' agents still to come counts as there already: game
+    // servers of more than `sessionAffinity` agents each that spawn in turns stay whole (the first need not spill
+    // only because the others' turns have not come yet).
+    return this.load[s.home]! - this.load[least]! - (coming === null ? 0 : coming[least]!) < this.sessionAffinity ? s.home : least;
+  }
+
+  /**
+   * Per worker, the agents the sessions other than `s` will still bring, as homeFor counts them: a session without a
+   * home yet (its game server's spawn not begun) on the least loaded worker, where it will go; null where placement
+   * does not look (no session affinity).
+   */
+  private coming(s: RouterSession): number[] | null {
+    if (this.sessionAffinity <= 0) return null;
+    const coming = Array.from({ length: this.hostCount }, () => 0);
+    const least = this.leastLoaded();
+    for (const other of this.sessions.values()) {
+      if (other === s) continue;
+      const home = other.home >= 0 ? other.home : least;
+      if (home >= 0) coming[home]! += this.stillComing(other);
+    }
+    return coming;
+  }
+
+  /**
+   * The agents a session not playing yet (`ticked`) will still bring, for placement: those of a spawn in parts still
+   * to come, and at least up to `sessionAffinity` in all (those it has, or more); 0 once it has ticked.
+   */
+  private stillComing(s: RouterSession): number {
+    return s.ticked ? 0 : Math.max(0, this.sessionAffinity - s.routes.size, s.remaining);
   }
 
   /**
    * The home of a session's first agents: the live worker with the fewest agents, where each other session that has
-   * not ticked yet counts as if it had `sessionAffinity` agents already (those it has, or more). Game servers that
-   * start together spawn in turns (messages of 1,000 to 5,000 agents): counting only the agents placed so far sent
-   * three of four 12,500-agent sessions home to the same worker, which then ran `sessionAffinity` ahead and split
-   * them all (docs/capacity.md, *Round sixteen*). A session that has ticked counts as the agents it has.
+   * not ticked yet counts as if it had `sessionAffinity` agents already (those it has, or more), and the rest of a
+   * spawn it is placing in parts (stillComing). Game servers that start together spawn in turns (messages of 1,000 to
+   * 5,000 agents): counting only the agents placed so far sent three of four 12,500-agent sessions home to the same
+   * worker, which then ran `sessionAffinity` ahead and split them all (docs/capacity.md, *Round sixteen*). A session
+   * that has ticked counts as the agents it has.
    */
   private homeFor(s: RouterSession): number {
     const load = this.load.slice();
     for (const other of this.sessions.values()) {
-      if (other === s || other.ticked || other.home < 0) continue;
-      load[other.home]! += Math.max(0, this.sessionAffinity - other.routes.size);
+      if (other === s || other.home < 0) continue;
+      load[other.home]! += this.stillComing(other);
     }
     let best = -1;
     for (let h = 0; h < this.hostCount; h++) {

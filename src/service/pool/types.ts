@@ -248,9 +248,10 @@ export interface AgentPool {
   /**
    * Synchronous checks on the main thread (unknown tree, duplicate id, undeclared bb key, maxAgents → E_LIMIT),
    * then agents are created in workers (spread: least-loaded worker first, so one session with 50k agents
-   * uses every worker). Each entry succeeds or fails alone.
+   * uses every worker). Each entry succeeds or fails alone. `more`: agents of the same spawn still to come in later
+   * calls (a large spawn handled in parts): placement counts them on the session's worker already.
    */
-  spawn(session: string, entries: readonly SpawnEntry[]): { ids: AgentId[]; errors: EntryError[] };
+  spawn(session: string, entries: readonly SpawnEntry[], more?: number): { ids: AgentId[]; errors: EntryError[] };
   /**
    * Frees agents. Their running actions are halted (plugin halt hooks run) but no cancels are produced:
    * the game server removed the agent. Unknown ids → E_UNKNOWN_AGENT.

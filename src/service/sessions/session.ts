@@ -324,8 +324,11 @@ export class Session {
     this.host.pool.destroySession(this.id);
   }
 
-  /** Creates agents; each entry succeeds or fails alone. `refused` are entries validation already dropped. */
-  spawn(agents: readonly SpawnAgent[], refused: readonly EntryError[] = []): { ids: AgentId[]; errors: EntryError[] } {
+  /**
+   * Creates agents; each entry succeeds or fails alone. `refused` are entries validation already dropped; `more`:
+   * agents of the same spawn still to come in later calls (AgentPool.spawn).
+   */
+  spawn(agents: readonly SpawnAgent[], refused: readonly EntryError[] = [], more = 0): { ids: AgentId[]; errors: EntryError[] } {
     const entries = agents.map((a) => ({
       id: a.id,
       tree: a.tree,
@@ -340,7 +343,7 @@ export class Session {
       this.durable?.spawn(entries);
     });
     this.host.spawning?.(entries.length);
-    const out = this.host.pool.spawn(this.id, entries);
+    const out = this.host.pool.spawn(this.id, entries, more);
     return { ids: out.ids, errors: [...refused, ...entryErrors(out.errors)] };
   }
 
