@@ -568,26 +568,36 @@ describe('sessions kept on one worker (sessionAffinity)', () => {
     }
   });
 
+  /**
+   * Sessions `${prefix}1` to `${prefix}4` spawn `total` agents each in parts of 1,000: the parts of `first` (session
+   * numbers) in that order, then in turns of 2, 3, 4, 1 until all are in. `more`: each part says how many of its spawn
+   * are still to come (AgentPool.spawn), as the service does for a spawn it handles in parts. `after` runs after each
+   * part. The sessions' homes, one list of workers each.
+   */
+  async function spawnInTurns(p: AgentPool, prefix: string, total: number, first: readonly number[], more: boolean, after: () => Promise<void> = async () => {}): Promise<number[][]> {
+    const spawned = [0, 0, 0, 0, 0];
+    const part = async (k: number): Promise<void> => {
+      const n = Math.min(1000, total - spawned[k]!);
+      expect(p.spawn(`${prefix}${k}`, ids(n, spawned[k]!), more ? total - spawned[k]! - n : 0).errors).toEqual([]);
+      spawned[k]! += n;
+      await after();
+    };
+    for (const k of first) await part(k);
+    while (spawned.some((n, k) => k > 0 && n < total)) for (const k of [2, 3, 4, 1]) if (spawned[k]! < total) await part(k);
+    return [1, 2, 3, 4].map((k) => workersOf(p, `${prefix}${k}`));
+  }
+
+  /** The turns a service saw (docs/capacity.md, *Round sixteen*): the first game server's 4,000 agents before the others' first part. */
+  const ROUND_SIXTEEN_TURNS = [1, 1, 1, 1, 2, 1, 3, 4];
+
   it('game servers that start together and spawn in turns stay whole, two to a worker', async () => {
     const p = await createAgentPool({ trees, plugins, workers: 2 });
     try {
       await p.ready();
-      // The turns a service saw (docs/capacity.md, *Round sixteen*): the first game server's 4,000 agents before the
-      // others' first part. Counting only the agents placed so far, the next three all went home to worker 1 (the
-      // least loaded each time), which then ran 8,192 agents ahead and split every one of them.
+      // Counting only the agents placed so far, the next three all went home to worker 1 (the least loaded each
+      // time), which then ran 8,192 agents ahead and split every one of them.
       for (const k of [1, 2, 3, 4]) p.createSession(`g${k}`, { fields: FIELDS, maxAgents: 20_000 });
-      const spawned = [0, 0, 0, 0, 0];
-      const part = (k: number, n: number): void => {
-        expect(p.spawn(`g${k}`, ids(n, spawned[k]!)).errors).toEqual([]);
-        spawned[k]! += n;
-      };
-      for (let i = 0; i < 4; i++) part(1, 1000);
-      part(2, 1000);
-      part(1, 1000);
-      part(3, 1000);
-      part(4, 1000);
-      while (spawned.some((n, k) => k > 0 && n < 12_500)) for (const k of [2, 3, 4, 1]) if (spawned[k]! < 12_500) part(k, Math.min(1000, 12_500 - spawned[k]!));
-      const homes = [1, 2, 3, 4].map((k) => workersOf(p, `g${k}`));
+      const homes = await spawnInTurns(p, 'g', 12_500, ROUND_SIXTEEN_TURNS, false);
       expect(homes.every((w) => w.length === 1)).toBe(true);
       expect(p.workerStats().map((w) => w.agents)).toEqual([25_000, 25_000]);
       // Once a session has ticked it counts as the agents it has: a newcomer goes to the less loaded worker.
@@ -607,27 +617,17 @@ describe('sessions kept on one worker (sessionAffinity)', () => {
       await p.ready();
       // A fixed session ticks on its own clock from its hello on: ticks without input must not count it as playing.
       for (const k of [1, 2, 3, 4]) p.createSession(`f${k}`, { fields: FIELDS, maxAgents: 20_000, clocked: true });
-      const spawned = [0, 0, 0, 0, 0];
       let tick = 0;
-      const part = async (k: number, n: number): Promise<void> => {
-        expect(p.spawn(`f${k}`, ids(n, spawned[k]!)).errors).toEqual([]);
-        spawned[k]! += n;
+      const clocks = async (): Promise<void> => {
         tick++;
-        for (const j of [1, 2, 3, 4]) await p.tick(`f${j}`, tick, tick * DT, DT, -1);
+        for (const k of [1, 2, 3, 4]) await p.tick(`f${k}`, tick, tick * DT, DT, -1);
       };
-      for (let i = 0; i < 4; i++) await part(1, 1000);
-      await part(2, 1000);
-      await part(1, 1000);
-      await part(3, 1000);
-      await part(4, 1000);
-      while (spawned.some((n, k) => k > 0 && n < 12_500)) for (const k of [2, 3, 4, 1]) if (spawned[k]! < 12_500) await part(k, Math.min(1000, 12_500 - spawned[k]!));
-      const homes = [1, 2, 3, 4].map((k) => workersOf(p, `f${k}`));
+      const homes = await spawnInTurns(p, 'f', 12_500, ROUND_SIXTEEN_TURNS, false, clocks);
       expect(homes.every((w) => w.length === 1)).toBe(true);
       expect(p.workerStats().map((w) => w.agents)).toEqual([25_000, 25_000]);
       // Their first snapshots, then a tick: now each counts as the agents it has.
       for (const k of [1, 2, 3, 4]) p.observe(`f${k}`, [[0, 1]], false);
-      tick++;
-      for (const k of [1, 2, 3, 4]) await p.tick(`f${k}`, tick, tick * DT, DT, tick);
+      await clocks();
       p.despawn('f1', ids(2000).map((a) => a.id));
       p.createSession('late', { fields: FIELDS, maxAgents: 10_000 });
       expect(p.spawn('late', ids(100)).errors).toEqual([]);
@@ -643,17 +643,9 @@ describe('sessions kept on one worker (sessionAffinity)', () => {
       await p.ready();
       // Four spawns of 25,000 (a fixed-mode load of 100,000) in parts of 1,000, as the service hands them over; the
       // first ten parts ahead of the others. Counting only what is placed, the first would spill at 8,192 ahead.
-      const TOTAL = 25_000;
-      for (const k of [1, 2, 3, 4]) p.createSession(`b${k}`, { fields: FIELDS, maxAgents: TOTAL, clocked: true });
-      const spawned = [0, 0, 0, 0, 0];
-      const part = (k: number): void => {
-        const n = Math.min(1000, TOTAL - spawned[k]!);
-        expect(p.spawn(`b${k}`, ids(n, spawned[k]!), TOTAL - spawned[k]! - n).errors).toEqual([]);
-        spawned[k]! += n;
-      };
-      for (let i = 0; i < 10; i++) part(1);
-      while (spawned.some((n, k) => k > 0 && n < TOTAL)) for (const k of [2, 3, 4, 1]) if (spawned[k]! < TOTAL) part(k);
-      expect([1, 2, 3, 4].map((k) => workersOf(p, `b${k}`).length)).toEqual([1, 1, 1, 1]);
+      for (const k of [1, 2, 3, 4]) p.createSession(`b${k}`, { fields: FIELDS, maxAgents: 25_000, clocked: true });
+      const homes = await spawnInTurns(p, 'b', 25_000, Array.from({ length: 10 }, () => 1), true);
+      expect(homes.map((w) => w.length)).toEqual([1, 1, 1, 1]);
       expect(p.workerStats().map((w) => w.agents)).toEqual([50_000, 50_000]);
     } finally {
       await p.close();
