@@ -797,12 +797,7 @@ export abstract class PoolRouter implements AgentPool {
     const s = this.sessions.get(session);
     if (s === undefined || s.ticking || s.fields === null || s.fields.length !== frame.width) return null;
     s.playing = true;
-    let host = -1;
-    for (let h = 0; h < this.hostCount; h++) {
-      if (s.shards[h]!.count === 0) continue;
-      if (host >= 0 || !this.up[h]) return null;
-      host = h;
-    }
+    const host = this.soleHost(s);
     if (host < 0) return null;
     // Cloned before any input is taken: a world that cannot be cloned is left to the ordinary path, which refuses it.
     let world: WorldUpdate | null = null;
@@ -836,15 +831,9 @@ export abstract class PoolRouter implements AgentPool {
     if (!this.stagesRows || count < this.minStagedRows) return null;
     const s = this.sessions.get(session);
     if (s === undefined || s.fields === null || s.fields.length !== width) return null;
-    let host = -1;
-    for (let h = 0; h < this.hostCount; h++) {
-      const shard = s.shards[h]!;
-      // Rows read here wait for the next tick order: a frame read on the worker now would land before them.
-      if (shard.hasObservations) return null;
-      if (shard.count === 0) continue;
-      if (host >= 0 || !this.up[h]) return null;
-      host = h;
-    }
+    // Rows read here wait for the next tick order: a frame read on the worker now would land before them.
+    if (s.shards.some((shard) => shard.hasObservations)) return null;
+    const host = this.soleHost(s);
     if (host < 0) return null;
     s.playing = true;
     s.readPending = true;
@@ -853,6 +842,17 @@ export abstract class PoolRouter implements AgentPool {
       (reply) => (reply.t === 'rowsRead' && reply.ok ? { unknown: reply.unknown } : null),
       () => null,
     );
+  }
+
+  /** The live host holding every agent of session `s`, or -1 (none holds any, several do, or the one that does is down). */
+  private soleHost(s: RouterSession): number {
+    let host = -1;
+    for (let h = 0; h < this.hostCount; h++) {
+      if (s.shards[h]!.count === 0) continue;
+      if (host >= 0 || !this.up[h]) return -1;
+      host = h;
+    }
+    return host;
   }
 
   /**
