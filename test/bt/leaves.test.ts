@@ -49,6 +49,20 @@ describe('action', () => {
     expect(h.step().actions).toEqual([[1, 2, 'shoot', {}]]);
   });
 
+  it('numeric state only for what an action waits on: none for instant, seq and result, a deadline with a timeout', () => {
+    // An agent's slots are memory every tick touches: fewer of them is less of it (docs/capacity.md, round twenty-seven).
+    expect(tree({ type: 'action', action: 'shoot', instant: true }).slotCount).toBe(0);
+    expect(act().slotCount).toBe(2);
+    expect(act({ timeout: 1 }).slotCount).toBe(3);
+    const seq = tree({ type: 'sequence', children: [{ type: 'action', action: 'aim', instant: true }, { type: 'action', name: 'fire', action: 'fire' }] });
+    const h = new Harness(seq);
+    expect(h.step().actions.map((a) => a[2])).toEqual(['aim', 'fire']);
+    expect(h.status('fire')).toBe('running');
+    expect(h.agent.deliverResult(2, true)).toBe(true);
+    h.step();
+    expect(h.out.done).toEqual([[1, 'success']]);
+  });
+
   it('until: success (and a cancel for the game) once the expression becomes true, checked from the next tick', () => {
     const h = new Harness(act({ until: 'self.near' }));
     h.agent.self = { near: true };

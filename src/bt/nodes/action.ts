@@ -32,13 +32,14 @@ export const action = defineNode({
     const until = b.expression('until');
     const timeout = b.param<number | undefined>('timeout');
     const instant = b.param<boolean>('instant');
-    // [seq of the running action, pending result (0 none, else a Status), deadline]
-    const slot = b.slots(3);
+    // [seq of the running action, pending result (0 none, else a Status), deadline (with a timeout)]. An instant action
+    // never runs past its tick: it needs none.
+    const slot = instant ? -1 : b.slots(timeout !== undefined ? 3 : 2);
     if (!instant) b.registerAction(slot, slot + 1);
     return {
       tick(a, fresh) {
         const slots = a.slots;
-        if (fresh) {
+        if (fresh || instant) {
           const seq = ++a.seq;
           a.out.action(a, seq, name, args(a));
           if (instant) return Status.SUCCESS;
@@ -62,10 +63,16 @@ export const action = defineNode({
       // The same, for whole-tree compilation (see NodeBehavior.emit).
       emit(e, fresh, target) {
         const end = js`break ${e.label};`;
+        const issue = js`const seq = ++a.seq;
+  a.out.action(a, seq, ${e.bind(name)}, ${fixedArgs !== undefined ? e.bind(fixedArgs) : js`${e.bind(args)}(a)`});`;
+        if (instant) return js`{
+  ${issue}
+  ${target} = ${Status.SUCCESS};
+}
+`;
         return js`if (${fresh}) {
-  const seq = ++a.seq;
-  a.out.action(a, seq, ${e.bind(name)}, ${fixedArgs !== undefined ? e.bind(fixedArgs) : js`${e.bind(args)}(a)`});
-${instant ? js`  ${target} = ${Status.SUCCESS}; ${end}\n` : js``}  sl[${slot}] = seq;
+  ${issue}
+  sl[${slot}] = seq;
   sl[${slot + 1}] = 0;
 ${timeout !== undefined ? js`  sl[${slot + 2}] = a.time + ${e.bind(timeout)};\n` : js``}  ${target} = ${Status.RUNNING}; ${end}
 }
@@ -77,6 +84,7 @@ ${until !== null ? js`if (${e.bind(until)}(a)) { a.out.cancel(a, sl[${slot}]); $
         }${target} = ${Status.RUNNING};\n`;
       },
       onHalt(a) {
+        if (instant) return;
         // A result already arrived for this seq: the game has finished it, so there is nothing to cancel.
         if (a.slots[slot + 1] === 0) a.out.cancel(a, a.slots[slot]!);
       },
