@@ -652,6 +652,41 @@ describe('sessions kept on one worker (sessionAffinity)', () => {
     }
   });
 
+  it('game servers that spawn in several messages stay whole while the ones on one worker run ahead', async () => {
+    const p = await createAgentPool({ trees, plugins, workers: 2 });
+    try {
+      await p.ready();
+      // The load generator's fixed-mode 100,000: four game servers of 25,000, each in five messages of 5,000 (handed
+      // over in parts of 1,000). Each session's first message homes it; then the two sessions of one worker send all
+      // their messages before the other two send theirs. Reserving only `sessionAffinity` for a session still
+      // spawning, the first worker ran more than 8,192 ahead once the late ones had 8,192 each, and its sessions spilled.
+      for (const k of [1, 2, 3, 4]) p.createSession(`m${k}`, { fields: FIELDS, maxAgents: 25_000, clocked: true });
+      const sent = [0, 0, 0, 0, 0];
+      const message = (k: number): void => {
+        for (let part = 0; part < 5; part++) {
+          expect(p.spawn(`m${k}`, ids(1000, sent[k]!), 4000 - part * 1000).errors).toEqual([]);
+          sent[k]! += 1000;
+        }
+      };
+      for (const k of [1, 2, 3, 4]) message(k);
+      const ahead = [1, 2, 3, 4].filter((k) => workersOf(p, `m${k}`)[0] === workersOf(p, 'm1')[0]);
+      expect(ahead).toHaveLength(2);
+      for (let turn = 1; turn < 5; turn++) for (const k of ahead) message(k);
+      for (let turn = 1; turn < 5; turn++) for (const k of [1, 2, 3, 4]) if (!ahead.includes(k)) message(k);
+      expect([1, 2, 3, 4].map((k) => workersOf(p, `m${k}`).length)).toEqual([1, 1, 1, 1]);
+      expect(p.workerStats().map((w) => w.agents)).toEqual([50_000, 50_000]);
+      // Once they play, each counts as the agents it has: a newcomer goes to the less loaded worker.
+      for (const k of [1, 2, 3, 4]) p.observe(`m${k}`, [[0, 1]], false);
+      for (const k of [1, 2, 3, 4]) await p.tick(`m${k}`, 1, DT, DT, -1);
+      p.despawn(`m${ahead[0]!}`, ids(2000).map((a) => a.id));
+      p.createSession('late', { fields: FIELDS, maxAgents: 10_000 });
+      expect(p.spawn('late', ids(100)).errors).toEqual([]);
+      expect(workersOf(p, 'late')).toEqual(workersOf(p, `m${ahead[0]!}`));
+    } finally {
+      await p.close();
+    }
+  });
+
   it('an imported session is placed the same way', async () => {
     const [from, to] = await Promise.all([createAgentPool({ trees, plugins, workers: 2, sessionAffinity: 0 }), createAgentPool({ trees, plugins, workers: 2 })]);
     try {

@@ -1109,35 +1109,51 @@ export abstract class PoolRouter implements AgentPool {
     if (this.sessionAffinity <= 0) return null;
     const coming = Array.from({ length: this.hostCount }, () => 0);
     const least = this.leastLoaded();
+    const size = this.spawningSize();
     for (const other of this.sessions.values()) {
       if (other === s) continue;
       const home = other.home >= 0 ? other.home : least;
-      if (home >= 0) coming[home]! += this.stillComing(other);
+      if (home >= 0) coming[home]! += this.stillComing(other, size);
     }
     return coming;
   }
 
   /**
    * The agents a session not playing yet (`ticked`) will still bring, for placement: those of a spawn in parts still
-   * to come, and at least up to `sessionAffinity` in all (those it has, or more); 0 once it has ticked.
+   * to come, and at least up to `size` in all (spawningSize: those it has, or more); 0 once it has ticked.
    */
-  private stillComing(s: RouterSession): number {
-    return s.ticked ? 0 : Math.max(0, this.sessionAffinity - s.routes.size, s.remaining);
+  private stillComing(s: RouterSession, size: number): number {
+    return s.ticked ? 0 : Math.max(0, size - s.routes.size, s.remaining);
+  }
+
+  /**
+   * What each session still spawning is taken to become: the largest of them so far (the agents it has and those of
+   * a spawn in parts still to come), at least `sessionAffinity`. Game servers that start together are alike, and
+   * spawn in several messages each: reserving only `sessionAffinity` for each, two sessions of one worker that sent
+   * all their messages first ran more than `sessionAffinity` ahead of the other worker's (which had 8,192 each and
+   * counted as done) and spilled: one fixed-mode run of 100,000 in four split two sessions, whose rows then went
+   * back to the main thread (docs/capacity.md, *Round twenty-seven*).
+   */
+  private spawningSize(): number {
+    let size = this.sessionAffinity;
+    for (const s of this.sessions.values()) if (!s.ticked) size = Math.max(size, s.routes.size + s.remaining);
+    return size;
   }
 
   /**
    * The home of a session's first agents: the live worker with the fewest agents, where each other session that has
-   * not ticked yet counts as if it had `sessionAffinity` agents already (those it has, or more), and the rest of a
-   * spawn it is placing in parts (stillComing). Game servers that start together spawn in turns (messages of 1,000 to
+   * not ticked yet counts as if it had as many as the largest of them already (spawningSize; at least
+   * `sessionAffinity`), and the rest of a spawn it is placing in parts (stillComing). Game servers that start together spawn in turns (messages of 1,000 to
    * 5,000 agents): counting only the agents placed so far sent three of four 12,500-agent sessions home to the same
    * worker, which then ran `sessionAffinity` ahead and split them all (docs/capacity.md, *Round sixteen*). A session
    * that has ticked counts as the agents it has.
    */
   private homeFor(s: RouterSession): number {
     const load = this.load.slice();
+    const size = this.spawningSize();
     for (const other of this.sessions.values()) {
       if (other === s || other.home < 0) continue;
-      load[other.home]! += this.stillComing(other);
+      load[other.home]! += this.stillComing(other, size);
     }
     let best = -1;
     for (let h = 0; h < this.hostCount; h++) {
