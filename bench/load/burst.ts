@@ -70,6 +70,12 @@ export interface BurstResult {
   /** spawn: ms from sending the spawn to its reply, and to the newcomer's first tick answered (its agents all exist), per burst. */
   readonly spawnAckMs: number[];
   readonly firstTickMs: number[];
+  /**
+   * start: every tick due in the first 2 s, by due time: [ms from the spawns' send to its due time, latency (ms from
+   * its due time), ms from its hand-off to its socket]. The first rounds of ticks, right behind the spawns, are what
+   * the first 2 s p99 is made of (docs/capacity.md, *Round twenty-seven*).
+   */
+  readonly firstTicks: ReadonlyArray<readonly [number, number, number]>;
   /** spawn: ms from sending the despawn to its reply. */
   readonly despawnAckMs: number[];
   /**
@@ -199,7 +205,11 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
   const windows: Window[] = [];
   const steadySent = new LatencyHistogram();
   const burstSent = new LatencyHistogram();
+  /** start: when the spawns were sent (-1 before), and the ticks due in the first 2 s after (BurstResult.firstTicks). */
+  let startedAt = -1;
+  const firstTicks: Array<[number, number, number]> = [];
   const record = (dueAt: number, ms: number, fromSend: number): void => {
+    if (startedAt >= 0 && dueAt - startedAt < BURST_WINDOW_MS) firstTicks.push([+(dueAt - startedAt).toFixed(1), +ms.toFixed(1), +fromSend.toFixed(1)]);
     for (const w of windows) {
       if (dueAt < w.from || dueAt >= w.to) continue;
       w.hist.record(ms);
@@ -260,6 +270,7 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       for (const g of games) g.prepareSpawn();
       const cpuAtOrigin = cpuMark(target);
       const origin = performance.now();
+      startedAt = origin;
       windows.push({ from: origin, to: origin + BURST_WINDOW_MS, hist: burst, late: burstLate, sent: burstSent });
       const steadyFrom = origin + spec.warmup * 1000;
       windows.push({ from: steadyFrom, to: steadyFrom + spec.seconds * 1000, hist: steady, late: steadyLate, sent: steadySent });
@@ -361,6 +372,7 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       despawn: spec.kind === 'spawn' ? round(despawn.summary()) : null,
       spawnAckMs: spawnAckMs.map((x) => +x.toFixed(1)),
       firstTickMs: firstTickMs.map((x) => +x.toFixed(1)),
+      firstTicks: firstTicks.toSorted((a, b) => a[0] - b[0]),
       despawnAckMs: despawnAckMs.map((x) => +x.toFixed(1)),
       sendLate: { steady: round(steadyLate.summary()), burst: round(burstLate.summary()) },
       fromSend: { steady: round(steadySent.summary()), burst: round(burstSent.summary()) },
@@ -377,6 +389,16 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
     if (timer !== undefined) clearTimeout(timer);
     await Promise.all([...games, ...extra].map((g) => g.close()));
   }
+}
+
+/** The slowest latency of the ticks due in each of the first `rounds` periods after the spawns (the rounds of ticks behind them). */
+function firstRounds(ticks: BurstResult['firstTicks'], periodMs: number, rounds: number): string {
+  const slowest: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const inRound = ticks.filter(([due]) => due >= r * periodMs && due < (r + 1) * periodMs).map(([, ms]) => ms);
+    slowest.push(inRound.length === 0 ? Number.NaN : Math.max(...inRound));
+  }
+  return slowest.map((x) => (Number.isNaN(x) ? '–' : x.toFixed(0))).join(', ');
 }
 
 /** a / b, 0 when b is 0. */
@@ -402,6 +424,7 @@ export function burstLines(res: BurstResult): string[] {
           `newcomer's first tick after ${res.firstTickMs.join(', ')} ms; despawn answered in ${res.despawnAckMs.join(', ')} ms`
       : `  first 2 s p99 / steady p99 = ×${res.ratioP99.toFixed(2)}`,
   );
+  if (res.kind === 'start' && res.firstTicks.length > 0) lines.push(`  slowest tick due in each of the first periods (${(1000 / res.hz).toFixed(0)} ms) after the spawns: ${firstRounds(res.firstTicks, 1000 / res.hz, 6)} ms`);
   lines.push(
     `  the generator sent them late by p99 ${res.sendLate.steady.p99.toFixed(1)} / max ${res.sendLate.steady.max.toFixed(1)} ms steady, ` +
       `p99 ${res.sendLate.burst.p99.toFixed(1)} / max ${res.sendLate.burst.max.toFixed(1)} ms in the ${res.kind === 'spawn' ? 'spawn and despawn windows' : 'first 2 s'} (counted in their latency)`,

@@ -117,9 +117,17 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
       expect(b.fromSend.burst.count).toBe(b.burst.count);
       expect(b.fromSend.burst.max).toBeLessThanOrEqual(b.burst.max * 1.001 + 0.5);
     }
-    const [spawn] = report.bursts;
+    const [spawn, start] = report.bursts;
     expect(spawn!.spawnAckMs).toHaveLength(1);
     expect(spawn!.despawn!.count).toBeGreaterThan(0);
+    // The start's first 2 s tick by tick, by due time: the ticks its first-2-s window counts, with their latencies.
+    expect(spawn!.firstTicks).toEqual([]);
+    const ticks = start!.firstTicks;
+    expect(ticks).toHaveLength(start!.burst.count);
+    expect(ticks.map(([due]) => due)).toEqual(ticks.map(([due]) => due).toSorted((a, b) => a - b));
+    expect(ticks.every(([due, ms, fromSend]) => due >= 0 && due < 2000 && ms >= 0 && fromSend <= ms + 0.5)).toBe(true);
+    // The histogram keeps three significant digits.
+    expect(Math.abs(Math.max(...ticks.map(([, ms]) => ms)) - start!.burst.max)).toBeLessThanOrEqual(start!.burst.max * 0.001 + 0.5);
   }, 150_000);
 
   test('--lod on --mode both: lockstep sends rows only when due (about 20.5 % per tick), fixed sends them all', async () => {
