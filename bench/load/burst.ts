@@ -372,7 +372,7 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
       despawn: spec.kind === 'spawn' ? round(despawn.summary()) : null,
       spawnAckMs: spawnAckMs.map((x) => +x.toFixed(1)),
       firstTickMs: firstTickMs.map((x) => +x.toFixed(1)),
-      firstTicks: firstTicks.toSorted((a, b) => a[0] - b[0]),
+      firstTicks: firstTicks.toSorted((x, y) => x[0] - y[0]),
       despawnAckMs: despawnAckMs.map((x) => +x.toFixed(1)),
       sendLate: { steady: round(steadyLate.summary()), burst: round(burstLate.summary()) },
       fromSend: { steady: round(steadySent.summary()), burst: round(burstSent.summary()) },
@@ -394,8 +394,8 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
 /** The slowest latency of the ticks due in each of the first `rounds` periods after the spawns (the rounds of ticks behind them). */
 function firstRounds(ticks: BurstResult['firstTicks'], periodMs: number, rounds: number): string {
   const slowest: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    const inRound = ticks.filter(([due]) => due >= r * periodMs && due < (r + 1) * periodMs).map(([, ms]) => ms);
+  for (let k = 0; k < rounds; k++) {
+    const inRound = ticks.filter(([due]) => due >= k * periodMs && due < (k + 1) * periodMs).map(([, ms]) => ms);
     slowest.push(inRound.length === 0 ? Number.NaN : Math.max(...inRound));
   }
   return slowest.map((x) => (Number.isNaN(x) ? '–' : x.toFixed(0))).join(', ');
