@@ -1131,8 +1131,8 @@ export abstract class PoolRouter implements AgentPool {
    * a spawn in parts still to come), at least `sessionAffinity`. Game servers that start together are alike, and
    * spawn in several messages each: reserving only `sessionAffinity` for each, two sessions of one worker that sent
    * all their messages first ran more than `sessionAffinity` ahead of the other worker's (which had 8,192 each and
-   * counted as done) and spilled: one fixed-mode run of 100,000 in four split two sessions, whose rows then went
-   * back to the main thread (docs/capacity.md, *Round twenty-seven*).
+   * counted as done) and spilled: three fixed-mode runs of 100,000 in twelve split one or two sessions, whose rows
+   * then went back to the main thread (docs/capacity.md, *Round twenty-seven*).
    */
   private spawningSize(): number {
     let size = this.sessionAffinity;
@@ -1143,10 +1143,10 @@ export abstract class PoolRouter implements AgentPool {
   /**
    * The home of a session's first agents: the live worker with the fewest agents, where each other session that has
    * not ticked yet counts as if it had as many as the largest of them already (spawningSize; at least
-   * `sessionAffinity`), and the rest of a spawn it is placing in parts (stillComing). Game servers that start together spawn in turns (messages of 1,000 to
-   * 5,000 agents): counting only the agents placed so far sent three of four 12,500-agent sessions home to the same
-   * worker, which then ran `sessionAffinity` ahead and split them all (docs/capacity.md, *Round sixteen*). A session
-   * that has ticked counts as the agents it has.
+   * `sessionAffinity`), and the rest of a spawn it is placing in parts (stillComing). Game servers that start together
+   * spawn in turns (messages of 1,000 to 5,000 agents): counting only the agents placed so far sent three of four
+   * 12,500-agent sessions home to the same worker, which then ran `sessionAffinity` ahead and split them all
+   * (docs/capacity.md, *Round sixteen*). A session that has ticked counts as the agents it has.
    */
   private homeFor(s: RouterSession): number {
     const load = this.load.slice();
