@@ -209,7 +209,8 @@ export async function runBurst(spec: BurstSpec, target: Target): Promise<BurstRe
   let startedAt = -1;
   const firstTicks: Array<[number, number, number]> = [];
   const record = (dueAt: number, ms: number, fromSend: number): void => {
-    if (startedAt >= 0 && dueAt - startedAt < BURST_WINDOW_MS) firstTicks.push([+(dueAt - startedAt).toFixed(1), +ms.toFixed(1), +fromSend.toFixed(1)]);
+    // The first-2-s window's own bounds (a tick due at 2,000 ms lies on one side of both, whatever the rounding).
+    if (startedAt >= 0 && dueAt >= startedAt && dueAt < startedAt + BURST_WINDOW_MS) firstTicks.push([+(dueAt - startedAt).toFixed(1), +ms.toFixed(1), +fromSend.toFixed(1)]);
     for (const w of windows) {
       if (dueAt < w.from || dueAt >= w.to) continue;
       w.hist.record(ms);
