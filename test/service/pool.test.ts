@@ -687,6 +687,30 @@ describe('sessions kept on one worker (sessionAffinity)', () => {
     }
   });
 
+  it('a quiet session that has not ticked reserves sessionAffinity, not the size of a larger one, once its spawn is over', async () => {
+    // A second: far longer than the spawns below take on a busy machine, so that they count as spawning throughout.
+    const p = await createAgentPool({ trees, plugins, workers: 2, spawningMs: 1000 });
+    try {
+      await p.ready();
+      // Game servers that spawned their NPCs and wait for players: `big` (20,000, whole on one worker while `small`
+      // was about to spawn) and `small` (1,000, on the other).
+      for (const name of ['big', 'small']) p.createSession(name, { fields: FIELDS, maxAgents: 20_000, clocked: true });
+      for (let from = 0; from < 20_000; from += 1000) expect(p.spawn('big', ids(1000, from), 19_000 - from).errors).toEqual([]);
+      expect(p.spawn('small', ids(1000)).errors).toEqual([]);
+      expect(workersOf(p, 'big')).toHaveLength(1);
+      expect(workersOf(p, 'small')).not.toEqual(workersOf(p, 'big'));
+      // Quiet for longer than spawningMs: the time is the condition here, nothing to await instead.
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      // Counted as large as `big` still, `small` would hold 19,000 agents' room on its worker: the newcomer would go
+      // home to big's worker and spill after 8,192. Quiet, it holds 7,192, and the newcomer goes whole to its worker.
+      p.createSession('newcomer', { fields: FIELDS, maxAgents: 20_000, clocked: true });
+      expect(p.spawn('newcomer', ids(12_000)).errors).toEqual([]);
+      expect(workersOf(p, 'newcomer')).toEqual(workersOf(p, 'small'));
+    } finally {
+      await p.close();
+    }
+  });
+
   it('an imported session is placed the same way', async () => {
     const [from, to] = await Promise.all([createAgentPool({ trees, plugins, workers: 2, sessionAffinity: 0 }), createAgentPool({ trees, plugins, workers: 2 })]);
     try {

@@ -84,6 +84,11 @@ class RouterSession implements KnownIds {
   /** Agents of a spawn handled in parts (`spawn`'s `more`) still to come: placement counts them on its home already. */
   remaining = 0;
   /**
+   * When the session last spawned, or was created (`performance.now()`): placement takes it as still spawning for
+   * `spawningMs` after (PoolRouter.spawning).
+   */
+  spawnedAt = performance.now();
+  /**
    * True from a fixed-mode frame read on the worker (readFrame) until the session's next tick order: its rows wait in
    * the worker's spares for that tick, so rows read here (observe), which ride the tick order, have them settled first.
    */
@@ -222,6 +227,13 @@ export const MAX_HOSTS = 64;
  * many agents because of it.
  */
 export const DEFAULT_SESSION_AFFINITY = 8192;
+
+/**
+ * Default PoolOptions.spawningMs: a session that has not ticked is taken to grow like the largest session still
+ * spawning while it spawned (or was created) less than this long ago. The load generator's game servers send their
+ * spawn messages one after another, each once the last is answered: tens to hundreds of milliseconds apart.
+ */
+export const DEFAULT_SPAWNING_MS = 2000;
 /**
  * The last tick reply, kept so that its hidden classes live on: a message's objects get, when it is read, hidden
  * classes that live only as long as some object has them. At a mark-compact with no reply in flight they died,
@@ -269,6 +281,8 @@ export abstract class PoolRouter implements AgentPool {
   protected readonly lastTickMs: number[];
   /** PoolOptions.sessionAffinity: how many more agents a session's home may hold than the least loaded worker. */
   protected sessionAffinity = DEFAULT_SESSION_AFFINITY;
+  /** PoolOptions.spawningMs (spawningSize). */
+  protected spawningMs = DEFAULT_SPAWNING_MS;
   /** PoolOptions.minStagedRows: smaller frames are checked and routed here, not staged on the workers. */
   protected minStagedRows = MIN_STAGED_ROWS;
   onLog: ((event: PoolLogEvent) => void) | null = null;
@@ -436,6 +450,7 @@ export abstract class PoolRouter implements AgentPool {
     const ids: AgentId[] = [];
     const errors: EntryError[] = [];
     // What the other sessions still spawning will bring to each worker (placed in turns with this one: `place`).
+    s.spawnedAt = performance.now();
     const coming = this.coming(s);
     s.remaining = entries.length + more;
     // Per worker, its messages of SPAWN_PART agents at most (a worker reads each in one go before it can look at
@@ -1109,21 +1124,29 @@ export abstract class PoolRouter implements AgentPool {
     if (this.sessionAffinity <= 0) return null;
     const coming = Array.from({ length: this.hostCount }, () => 0);
     const least = this.leastLoaded();
-    const size = this.spawningSize();
+    const now = performance.now();
+    const size = this.spawningSize(now);
     for (const other of this.sessions.values()) {
       if (other === s) continue;
       const home = other.home >= 0 ? other.home : least;
-      if (home >= 0) coming[home]! += this.stillComing(other, size);
+      if (home >= 0) coming[home]! += this.stillComing(other, size, now);
     }
     return coming;
   }
 
   /**
    * The agents a session not playing yet (`ticked`) will still bring, for placement: those of a spawn in parts still
-   * to come, and at least up to `size` in all (spawningSize: those it has, or more); 0 once it has ticked.
+   * to come, and at least up to `size` in all (spawningSize: those it has, or more) while it is spawning, else up to
+   * `sessionAffinity`; 0 once it has ticked.
    */
-  private stillComing(s: RouterSession, size: number): number {
-    return s.ticked ? 0 : Math.max(0, size - s.routes.size, s.remaining);
+  private stillComing(s: RouterSession, size: number, now: number): number {
+    if (s.ticked) return 0;
+    return Math.max(0, (this.spawning(s, now) ? size : this.sessionAffinity) - s.routes.size, s.remaining);
+  }
+
+  /** Whether `s` spawned (or was created) less than `spawningMs` ago, or is placing a spawn in parts. */
+  private spawning(s: RouterSession, now: number): boolean {
+    return s.remaining > 0 || now - s.spawnedAt < this.spawningMs;
   }
 
   /**
@@ -1132,11 +1155,14 @@ export abstract class PoolRouter implements AgentPool {
    * spawn in several messages each: reserving only `sessionAffinity` for each, two sessions of one worker that sent
    * all their messages first ran more than `sessionAffinity` ahead of the other worker's (which had 8,192 each and
    * counted as done) and spilled: three fixed-mode runs of 100,000 in twelve split one or two sessions, whose rows
-   * then went back to the main thread (docs/capacity.md, *Round twenty-seven*).
+   * then went back to the main thread (docs/capacity.md, *Round twenty-seven*). Only sessions that spawned (or were
+   * created) less than `spawningMs` ago count so: a quiet one that has not ticked (a game server that spawned its NPCs
+   * and waits for players) keeps the reservation of `sessionAffinity`, or a smaller session would hold room for a
+   * larger one's size on its worker for as long as it stays quiet.
    */
-  private spawningSize(): number {
+  private spawningSize(now: number): number {
     let size = this.sessionAffinity;
-    for (const s of this.sessions.values()) if (!s.ticked) size = Math.max(size, s.routes.size + s.remaining);
+    for (const s of this.sessions.values()) if (!s.ticked && this.spawning(s, now)) size = Math.max(size, s.routes.size + s.remaining);
     return size;
   }
 
@@ -1150,10 +1176,11 @@ export abstract class PoolRouter implements AgentPool {
    */
   private homeFor(s: RouterSession): number {
     const load = this.load.slice();
-    const size = this.spawningSize();
+    const now = performance.now();
+    const size = this.spawningSize(now);
     for (const other of this.sessions.values()) {
       if (other === s || other.home < 0) continue;
-      load[other.home]! += this.stillComing(other, size);
+      load[other.home]! += this.stillComing(other, size, now);
     }
     let best = -1;
     for (let h = 0; h < this.hostCount; h++) {

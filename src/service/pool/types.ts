@@ -159,6 +159,13 @@ export interface PoolOptions {
    */
   sessionAffinity?: number;
   /**
+   * A session that has not ticked yet and spawned (or was created) less than this many ms ago counts, for placement,
+   * as large as the largest such session: game servers that start together are alike and spawn in several messages.
+   * Older quiet sessions count as at least `sessionAffinity` agents. Default 2000 (DEFAULT_SPAWNING_MS); 0: never
+   * alike. Worker pools only.
+   */
+  spawningMs?: number;
+  /**
    * Lockstep snapshots of fewer rows are not staged on the workers: the main thread checks and routes their rows itself,
    * which costs it less than the stage's round trip. Default 256 (MIN_STAGED_ROWS); 0 stages every frame. Worker pools only.
    */

@@ -104,6 +104,7 @@ export class WorkerPool extends PoolRouter {
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
     super(trees, options.workers, logger);
     if (options.sessionAffinity !== undefined) this.sessionAffinity = options.sessionAffinity;
+    if (options.spawningMs !== undefined) this.spawningMs = options.spawningMs;
     if (options.minStagedRows !== undefined) this.minStagedRows = options.minStagedRows;
     this.workerCount = options.workers;
     this.options = options;
