@@ -234,6 +234,7 @@ export const DEFAULT_SESSION_AFFINITY = 8192;
  * spawn messages one after another, each once the last is answered: tens to hundreds of milliseconds apart.
  */
 export const DEFAULT_SPAWNING_MS = 2000;
+
 /**
  * The last tick reply, kept so that its hidden classes live on: a message's objects get, when it is read, hidden
  * classes that live only as long as some object has them. At a mark-compact with no reply in flight they died,
