@@ -4,7 +4,7 @@
 import type { FrameHolds } from './frames.js';
 import { FreeBuffers } from './free-buffers.js';
 import { DOUBLE_FIELD_START } from './progress.js';
-import { framesOf, type CheckpointReply, type FrameBatch, type ResultBatch, type RowBatch, type TickOrder, type ToHost } from './wire.js';
+import { framesOf, type CheckpointReply, type FrameBatch, type ReadOrder, type ResultBatch, type RowBatch, type TickOrder, type ToHost } from './wire.js';
 
 /** Default PoolOptions.checkpointMs. */
 export const DEFAULT_CHECKPOINT_MS = 2000;
@@ -72,7 +72,7 @@ export class RecoveryJournal {
   private readonly copies = new CopyBuffers();
 
   /**
-   * @param frames told of every snapshot frame a logged tick order keeps (hold) and of those a checkpoint lets go
+   * @param frames told of every snapshot frame a logged tick or read order keeps (hold) and of those a checkpoint lets go
    *   (release), so shared frame buffers can be reused (frames.ts); other ways a log goes (dropped, forgotten) let
    *   go of nothing: those frames are left to the garbage collector
    */
@@ -121,8 +121,8 @@ export class RecoveryJournal {
         const log = logs.get(msg.session);
         if (log === undefined) return false;
         log.orders.push(msg);
-        log.loggedBytes += msg.frame.byteLength;
-        this.frames?.hold(msg.frame);
+        log.loggedBytes += inputBytes(msg);
+        this.hold(msg);
         return false;
       }
       case 'settle':
@@ -135,7 +135,7 @@ export class RecoveryJournal {
         log.orders.push(copy);
         log.ticks++;
         log.loggedBytes += inputBytes(copy);
-        if (this.frames !== null) for (const f of framesOf(msg) ?? []) this.frames.hold(f);
+        this.hold(msg);
         if (log.inflight !== null) return false;
         // A new session's first checkpoint is due `everyMs` of session time after its first tick, not on it: a game
         // server that spawns its agents and ticks at once would pay for packing them all right then, and so would
@@ -150,6 +150,11 @@ export class RecoveryJournal {
       default:
         return false; // inspector requests change no agent
     }
+  }
+
+  /** Holds the frames a logged order reads until a checkpoint covers it (checkpointed). */
+  private hold(order: TickOrder | ReadOrder): void {
+    if (this.frames !== null) for (const f of framesOf(order) ?? []) this.frames.hold(f);
   }
 
   /**
@@ -186,16 +191,12 @@ export class RecoveryJournal {
     if (log === undefined || log.inflight?.req !== reply.req) return; // dropped, or the worker was replaced meanwhile
     const covered = log.orders.splice(0, log.inflight.covers);
     for (const o of covered) {
-      if (o.t === 'read') {
-        log.loggedBytes -= o.frame.byteLength;
-        this.frames?.release(o.frame);
-        continue;
-      }
-      if (o.t !== 'tick') continue;
-      log.ticks--;
+      if (o.t !== 'tick' && o.t !== 'read') continue;
       log.loggedBytes -= inputBytes(o);
       // Covered by the checkpoint: the worker read these frames before it packed it.
       if (this.frames !== null) for (const f of framesOf(o) ?? []) this.frames.release(f);
+      if (o.t === 'read') continue;
+      log.ticks--;
       releaseTick(o, this.copies);
       // The checkpoint holds the stopped agent: the stop need not be replayed any more.
       if (log.stops.length > 0) log.stops = log.stops.filter((x) => x.req !== o.req);
@@ -301,7 +302,8 @@ function releaseTick(o: TickOrder, copies: CopyBuffers): void {
 }
 
 /** About the bytes of input a logged tick order holds (frames shared with other workers' logs counted in full). */
-function inputBytes(o: TickOrder): number {
+function inputBytes(o: TickOrder | ReadOrder): number {
+  if (o.t === 'read') return o.frame.byteLength;
   let n = 0;
   if (o.rows !== null) n += o.rows.slots.byteLength + o.rows.values.byteLength + o.rows.tags.byteLength + o.rows.vectors.byteLength + 16 * o.rows.other.length;
   if (o.frameRows !== null) {
