@@ -89,7 +89,7 @@ export class SessionShard {
 
   /** True when something is buffered for the next tick. */
   get hasInput(): boolean {
-    return this.clear || this.bb !== null || this.objects !== null || this.rows !== null || this.frameRows !== null || this.results !== null;
+    return this.hasObservations || this.bb !== null || this.results !== null;
   }
 
   /** True when observations are buffered for the next tick (rows, objects, or a full snapshot's clearing). */
