@@ -148,7 +148,7 @@ class RouterSession implements KnownIds {
     shard.trees[slot] = tree;
     shard.labels[slot] = label;
     if (reload !== undefined) this.reloads.set(id, reload);
-    else this.reloads.delete(id);
+    else if (this.reloads.size > 0) this.reloads.delete(id);
     if (typeof id !== 'number' || id < 0) return;
     if (id >= this.fast.length) {
       // Grow only while ids stay dense, so one agent with id 4,000,000 does not cost 16 MB.
@@ -458,6 +458,10 @@ export abstract class PoolRouter implements AgentPool {
     // another session's tick), packed (spawns.ts).
     const parts: SpawnBatchBuilder[][] = Array.from({ length: this.hostCount }, () => []);
     const room = Math.min(SPAWN_PART, entries.length);
+    // The previous entry's tree name and tree: a spawn mostly repeats one tree, and a name compared is cheaper than
+    // one looked up (the decoder makes a new string per entry, hashed again by every Map lookup).
+    let lastName: string | null = null;
+    let lastTree: CompiledTree | undefined;
     for (const e of entries) {
       s.remaining--;
       const id = (e as Partial<SpawnEntry> | null)?.id;
@@ -470,7 +474,11 @@ export abstract class PoolRouter implements AgentPool {
         errors.push({ id, code: 'E_BAD_FIELD', message: bad });
         continue;
       }
-      const tree = this.trees.get(e.tree);
+      if (e.tree !== lastName) {
+        lastName = e.tree;
+        lastTree = this.trees.get(e.tree);
+      }
+      const tree = lastTree;
       if (tree === undefined) {
         errors.push({ id, code: 'E_UNKNOWN_TREE', message: Msg.unknownTree(e.tree) });
         continue;

@@ -329,15 +329,7 @@ export class Session {
    * agents of the same spawn still to come in later calls (AgentPool.spawn).
    */
   spawn(agents: readonly SpawnAgent[], refused: readonly EntryError[] = [], more = 0): { ids: AgentId[]; errors: EntryError[] } {
-    const entries = agents.map((a) => ({
-      id: a.id,
-      tree: a.tree,
-      ...(a.label !== undefined ? { label: a.label } : {}),
-      ...(a.seed !== undefined ? { seed: a.seed } : {}),
-      ...(a.bb !== undefined ? { bb: a.bb as Record<string, unknown> } : {}),
-      ...(a.reload !== undefined ? { reload: a.reload } : {}),
-      ...(a.every !== undefined && a.every !== 1 ? { every: a.every } : {}),
-    }));
+    const entries = agents.map(spawnEntry);
     this.record(() => {
       this.recorder?.spawn(entries);
       this.durable?.spawn(entries);
@@ -692,4 +684,19 @@ export function rotateToken(session: Session): string {
 /** The pool's entry errors in protocol form (no `id` when it could not be read). */
 function entryErrors(errors: readonly PoolEntryError[]): EntryError[] {
   return errors.map((e) => (e.id === null ? { code: e.code, message: e.message } : { id: e.id, code: e.code, message: e.message }));
+}
+
+/**
+ * A validated spawn entry as the pool, the recorder and the journal take it: only the keys it sets, in the order
+ * id, tree, label, seed, bb, reload, every (a recording's bytes depend on it). Built key by key: spreading a
+ * temporary object per optional key cost the main thread about 50 ns an agent in a large spawn.
+ */
+function spawnEntry(a: SpawnAgent): SpawnEntry {
+  const e: SpawnEntry = { id: a.id, tree: a.tree };
+  if (a.label !== undefined) e.label = a.label;
+  if (a.seed !== undefined) e.seed = a.seed;
+  if (a.bb !== undefined) e.bb = a.bb as Record<string, unknown>;
+  if (a.reload !== undefined) e.reload = a.reload;
+  if (a.every !== undefined && a.every !== 1) e.every = a.every;
+  return e;
 }
