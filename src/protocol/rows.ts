@@ -408,6 +408,130 @@ function split(list: string, per: number): SplitFrame | undefined {
   return { fields, parts };
 }
 
+/**
+ * `count` spawn entries (a part of `agents` that splitFrameList cut), read straight from the bytes as the ordinary
+ * decoder would read them, when each is a map (fixmap or map16) of distinct keys among `id`, `tree`, `label`, `seed` and `every` whose values
+ * validation keeps (an id readId reads, ASCII strings for the tree and label within their limits, a safe integer seed,
+ * a tick interval from 1 to LIMITS.maxEvery)
+ * and the bytes end with the last entry; undefined for anything else, so the caller decodes them the ordinary way
+ * (decodeItems), and a refusal is worded there. A tree name or label with the bytes of the entry before it is that
+ * entry's string: one string for a spawn's one tree, not one per agent.
+ */
+export function readSpawnEntries(bytes: Uint8Array, count: number): Array<Record<string, unknown>> | undefined {
+  return reading(bytes, () => spawnEntries(count));
+}
+
+/** The keys spawnEntries reads, as bits of the keys an entry has shown. */
+const ID = 1;
+const TREE = 2;
+const LABEL = 4;
+const SEED = 8;
+const EVERY = 16;
+
+function spawnEntries(count: number): Array<Record<string, unknown>> | undefined {
+  const out: Array<Record<string, unknown>> = [];
+  const tree = new SameText(LIMITS.maxTreeNameLength, 1);
+  const label = new SameText(LIMITS.maxLabelLength, 0);
+  for (let i = 0; i < count; i++) {
+    const keys = entryMapHeader();
+    if (keys < 0) return undefined;
+    const entry: Record<string, unknown> = {};
+    let seen = 0;
+    for (let k = keys; k > 0; k--) {
+      const key = spawnKey();
+      if (key === 0 || (seen & key) !== 0) return undefined;
+      seen |= key;
+      if (key === ID) {
+        const id = readId();
+        if (id === undefined) return undefined;
+        entry['id'] = id;
+      } else if (key === TREE) {
+        const name = tree.read();
+        if (name === undefined) return undefined;
+        entry['tree'] = name;
+      } else if (key === LABEL) {
+        const text = label.read();
+        if (text === undefined) return undefined;
+        entry['label'] = text;
+      } else if (key === SEED) {
+        const seed = readNumber();
+        if (!Number.isSafeInteger(seed)) return undefined;
+        entry['seed'] = seed;
+      } else {
+        const every = readNumber();
+        if (!Number.isInteger(every) || every < 1 || every > LIMITS.maxEvery) return undefined;
+        entry['every'] = every;
+      }
+    }
+    if ((seen & (ID | TREE)) !== (ID | TREE)) return undefined;
+    out.push(entry);
+  }
+  return pos === end ? out : undefined;
+}
+
+/** A map header at `pos` (a fixmap, or a map16 as msgpackr writes maps by default), `pos` past it: its entry count, or -1. */
+function entryMapHeader(): number {
+  if (pos >= end) return -1;
+  const b = src[pos++]!;
+  if (b >= 0x80 && b <= 0x8f) return b & 0x0f;
+  if (b !== 0xde || pos + 2 > end) return -1;
+  pos += 2;
+  return (src[pos - 2]! << 8) | src[pos - 1]!;
+}
+
+/** The spawn entry key (a fixstr) at `pos`, `pos` past it: ID, TREE, LABEL, SEED or EVERY; 0 for any other. */
+function spawnKey(): number {
+  const b = src[pos]!;
+  const p = pos + 1;
+  const s = src;
+  let key = 0;
+  // "id": 69 64; "tree": 74 72 65 65; "seed": 73 65 65 64; "label": 6c 61 62 65 6c; "every": 65 76 65 72 79.
+  if (b === 0xa2 && p + 2 <= end && s[p] === 0x69 && s[p + 1] === 0x64) key = ID;
+  else if (b === 0xa4 && p + 4 <= end) {
+    if (s[p] === 0x74 && s[p + 1] === 0x72 && s[p + 2] === 0x65 && s[p + 3] === 0x65) key = TREE;
+    else if (s[p] === 0x73 && s[p + 1] === 0x65 && s[p + 2] === 0x65 && s[p + 3] === 0x64) key = SEED;
+  } else if (b === 0xa5 && p + 5 <= end) {
+    if (s[p] === 0x6c && s[p + 1] === 0x61 && s[p + 2] === 0x62 && s[p + 3] === 0x65 && s[p + 4] === 0x6c) key = LABEL;
+    else if (s[p] === 0x65 && s[p + 1] === 0x76 && s[p + 2] === 0x65 && s[p + 3] === 0x72 && s[p + 4] === 0x79) key = EVERY;
+  }
+  if (key !== 0) pos = p + (b & 0x1f);
+  return key;
+}
+
+/** Short ASCII strings of `min` to `max` characters, the previous one given again for the same bytes. */
+class SameText {
+  private text = '';
+  private from = -1;
+  private length = -1;
+
+  constructor(
+    private readonly max: number,
+    private readonly min: number,
+  ) {}
+
+  /** The fixstr or str8 at `pos`, `pos` past it; undefined (position unspecified) to give up. */
+  read(): string | undefined {
+    const at = textAt();
+    const n = textLength;
+    if (at < 0 || n < this.min || n > this.max) return undefined;
+    if (n === this.length && sameBytes(this.from, at, n)) {
+      pos = at + n;
+      return this.text;
+    }
+    const text = readShortString();
+    if (text === undefined) return undefined;
+    this.text = text;
+    this.from = at;
+    this.length = n;
+    return text;
+  }
+}
+
+function sameBytes(a: number, b: number, n: number): boolean {
+  for (let i = 0; i < n; i++) if (src[a + i] !== src[b + i]) return false;
+  return true;
+}
+
 /** Reads a MessagePack array header at `pos`: its length, or -1 (and `pos` wherever it stopped) when there is none. */
 function listHeader(): number {
   if (pos >= end) return -1;

@@ -18,6 +18,7 @@ import {
   encodeWelcome,
   encode,
   decodeItems,
+  readSpawnEntries,
   parseClientFrame,
   parseClientMessage,
   parseSnapshotHead,
@@ -426,7 +427,8 @@ class Connection implements LiveConnection, SessionOutput {
       // just before the take-over is (lockstep() sends nothing to a connection the session left).
       if (session.ended) return;
       const part = split.parts[i]!;
-      const items = decodeItems(part.bytes, part.count, 2);
+      // Entries of the usual shape read straight from the bytes; anything else decoded and checked the ordinary way.
+      const items = readSpawnEntries(part.bytes, part.count) ?? decodeItems(part.bytes, part.count, 2);
       if (items === undefined) return whole();
       for (const item of items) agents.push(item);
     }

@@ -2,7 +2,9 @@
 // (decodeItems): the same values as decoding the frame whole, the same refusals (ws.ts decodes large spawns so).
 
 import { describe, expect, it } from 'vitest';
-import { LIMITS, decode, decodeItems, encode, splitFrameList } from '../../src/protocol/index.js';
+import fc from 'fast-check';
+import { pack } from 'msgpackr';
+import { LIMITS, decode, decodeItems, encode, readSpawnEntries, splitFrameList } from '../../src/protocol/index.js';
 
 const agents = Array.from({ length: 2345 }, (_, i) => ({ id: i % 2 === 0 ? i : `n-${i}`, tree: 'guard', ...(i % 10 === 0 ? { seed: i, bb: { v: [i, 'x', { y: null }] } } : {}) }));
 
@@ -46,5 +48,97 @@ describe('a frame list in parts', () => {
       expect(items === undefined).toBe(whole === undefined);
       expect(whole === undefined).toBe(extra === 1);
     }
+  });
+});
+
+describe('spawn entries read straight from a part (readSpawnEntries)', () => {
+  const partsOf = (list: unknown[]): Array<{ count: number; bytes: Uint8Array }> => [...splitFrameList(encode({ t: 'spawn', agents: list }), 'agents', 1000)!.parts];
+
+  it('reads the usual entries as the decoder does, one string for a spawn’s one tree and label', () => {
+    const list = Array.from({ length: 2500 }, (_, i) => ({
+      id: i % 3 === 0 ? 7_000_000 + i : i % 3 === 1 ? -i : `npc-${i}`,
+      tree: i < 2000 ? 'guard' : 'squad',
+      ...(i % 2 === 0 ? { seed: i * 1_000_003 } : {}),
+      ...(i % 5 === 0 ? { label: 'Blue Team/Warriors' } : {}),
+      ...(i % 7 === 0 ? { every: 20 } : {}),
+    }));
+    const parts = partsOf(list);
+    const read = parts.flatMap((p) => readSpawnEntries(p.bytes, p.count)!);
+    expect(read).toEqual(parts.flatMap((p) => decodeItems(p.bytes, p.count, 2)!));
+    expect(read).toEqual(list);
+    expect(read[1]!['tree']).toBe('guard');
+    expect(read[2100]!['tree']).toBe('squad');
+  });
+
+  it('reads entries written as map16, as msgpackr writes maps by default', () => {
+    const list = [
+      { id: 1_000_000, tree: 'guard' },
+      { id: 'a', tree: 'guard', seed: 3 },
+    ];
+    const frame = pack({ t: 'spawn', agents: list });
+    const [part] = splitFrameList(frame, 'agents', 1000)!.parts;
+    expect(part!.bytes[0]).toBe(0xde);
+    expect(readSpawnEntries(part!.bytes, part!.count)).toEqual(list);
+  });
+
+  it('declines what it does not read, so the decoder reads it (and validation words any refusal)', () => {
+    const declined = [
+      { id: 1, tree: 'guard', bb: { hp: 3 } },
+      { id: 1, tree: 'guard', reload: 'keep' },
+      { id: 1, tree: 'guard', other: 1 },
+      { id: 1.5, tree: 'guard' },
+      { id: '', tree: 'guard' },
+      { id: 'é', tree: 'guard' },
+      { id: 1, tree: '' },
+      { id: 1, tree: 3 },
+      { id: 1 },
+      { tree: 'guard' },
+      { id: 1, tree: 'guard', seed: 0.5 },
+      { id: 1, tree: 'guard', seed: null },
+      { id: 1, tree: 'guard', every: 0 },
+      { id: 1, tree: 'guard', every: LIMITS.maxEvery + 1 },
+      { id: 1, tree: 'guard', label: 'x'.repeat(LIMITS.maxLabelLength + 1) },
+      [1, 'guard'],
+      7,
+    ];
+    for (const entry of declined) {
+      const [part] = partsOf([{ id: 0, tree: 'guard' }, entry]);
+      expect(readSpawnEntries(part!.bytes, part!.count), JSON.stringify(entry)).toBeUndefined();
+    }
+    // A key twice (the decoder keeps the last; validation reads that one).
+    const twice = Buffer.concat([Buffer.from([0x91, 0x83]), encode('id'), encode(1), encode('tree'), encode('guard'), encode('id'), encode(2)]);
+    expect(readSpawnEntries(twice.subarray(1), 1)).toBeUndefined();
+    // Bytes left over, or cut short.
+    const [whole] = partsOf([{ id: 1, tree: 'guard' }]);
+    expect(readSpawnEntries(Buffer.concat([whole!.bytes, Buffer.from([0xc0])]), 1)).toBeUndefined();
+    expect(readSpawnEntries(whole!.bytes.subarray(0, whole!.bytes.length - 1), 1)).toBeUndefined();
+  });
+
+  it('never reads an entry otherwise than the decoder (fuzzed entries)', () => {
+    let fast = 0;
+    const text = fc.oneof(fc.constantFrom('guard', 'squad', '', 'é'), fc.string({ maxLength: 8 }));
+    const value = fc.oneof(fc.integer(), fc.double(), fc.constant(null), text, fc.boolean(), fc.constant(Number.MAX_SAFE_INTEGER + 2));
+    const usual = fc.record(
+      { id: fc.oneof(fc.nat(), fc.string({ minLength: 1, maxLength: 8 })), tree: fc.constantFrom('guard', 'squad'), label: fc.constantFrom('', 'a/b'), seed: fc.integer(), every: fc.integer({ min: 1, max: 30 }) },
+      { requiredKeys: ['id', 'tree'] },
+    );
+    const entry = fc.oneof(
+      { arbitrary: usual, weight: 30 },
+      fc.record({ id: fc.oneof(fc.integer(), text), tree: text, label: text, seed: fc.oneof(fc.integer(), fc.double()), every: fc.integer({ min: -1, max: 30 }) }, { requiredKeys: [] }),
+      fc.dictionary(fc.constantFrom('id', 'tree', 'label', 'seed', 'every', 'bb', 'x'), value, { maxKeys: 6 }),
+    );
+    fc.assert(
+      fc.property(fc.array(entry, { minLength: 1, maxLength: 20 }), (list) => {
+        const [part] = partsOf(list);
+        const read = readSpawnEntries(part!.bytes, part!.count);
+        if (read !== undefined) {
+          expect(read).toEqual(decodeItems(part!.bytes, part!.count, 2));
+          fast++;
+        }
+      }),
+      { numRuns: 500 },
+    );
+    // The usual shapes were read (not everything declined).
+    expect(fast).toBeGreaterThan(50);
   });
 });
