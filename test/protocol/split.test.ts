@@ -2,6 +2,7 @@
 // (decodeItems): the same values as decoding the frame whole, the same refusals (ws.ts decodes large spawns so).
 
 import { describe, expect, it } from 'vitest';
+import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { pack } from 'msgpackr';
 import { LIMITS, decode, decodeItems, encode, readSpawnEntries, splitFrameList } from '../../src/protocol/index.js';
@@ -101,10 +102,11 @@ describe('spawn entries read straight from a part (readSpawnEntries)', () => {
       [1, 'guard'],
       7,
     ];
-    for (const entry of declined) {
+    const read = declined.map((entry) => {
       const [part] = partsOf([{ id: 0, tree: 'guard' }, entry]);
-      expect(readSpawnEntries(part!.bytes, part!.count), JSON.stringify(entry)).toBeUndefined();
-    }
+      return readSpawnEntries(part!.bytes, part!.count);
+    });
+    expect(read).toEqual(declined.map(() => undefined));
     // A key twice (the decoder keeps the last; validation reads that one).
     const twice = Buffer.concat([Buffer.from([0x91, 0x83]), encode('id'), encode(1), encode('tree'), encode('guard'), encode('id'), encode(2)]);
     expect(readSpawnEntries(twice.subarray(1), 1)).toBeUndefined();
@@ -131,10 +133,9 @@ describe('spawn entries read straight from a part (readSpawnEntries)', () => {
       fc.property(fc.array(entry, { minLength: 1, maxLength: 20 }), (list) => {
         const [part] = partsOf(list);
         const read = readSpawnEntries(part!.bytes, part!.count);
-        if (read !== undefined) {
-          expect(read).toEqual(decodeItems(part!.bytes, part!.count, 2));
-          fast++;
-        }
+        if (read !== undefined) fast++;
+        // Declined, or read exactly as the decoder reads it.
+        return read === undefined || isDeepStrictEqual(read, decodeItems(part!.bytes, part!.count, 2));
       }),
       { numRuns: 500 },
     );
