@@ -130,16 +130,16 @@ export class IdIndex {
     return this.count;
   }
 
-  /** Files `id` with `value` (again, if it was). Ids readId would not read are left out. */
-  set(id: string, value: number): void {
+  /** Files `id` with `value` (again, if it was); false, filing nothing, for an id readId would not read. */
+  set(id: string, value: number): boolean {
     const h = asciiHash(id);
-    if (h < 0) return;
+    if (h < 0) return false;
     const { meta, keys, mask } = this;
     let k = h & mask;
     while (meta[2 * k] !== 0) {
       if (meta[2 * k] === h + 1 && keys[k] === id) {
         meta[2 * k + 1] = value;
-        return;
+        return true;
       }
       k = (k + 1) & mask;
     }
@@ -147,15 +147,36 @@ export class IdIndex {
     meta[2 * k + 1] = value;
     keys[k] = id;
     if (++this.count * 2 > mask + 1) this.grow();
+    return true;
   }
 
-  delete(id: string): void {
+  /**
+   * The value `id` is filed with, or -1 (not filed, or no id readId would read). Found by a hash of its characters:
+   * a Map lookup of a string the decoder just made interns it in V8's string table first (Node 26: about half a
+   * microsecond per new string).
+   */
+  get(id: string): number {
     const h = asciiHash(id);
-    if (h < 0) return;
+    if (h < 0) return -1;
+    const { meta, keys, mask } = this;
+    for (let k = h & mask; meta[2 * k] !== 0; k = (k + 1) & mask) if (meta[2 * k] === h + 1 && keys[k] === id) return meta[2 * k + 1]!;
+    return -1;
+  }
+
+  /** Every id filed and its value, in no particular order. */
+  forEach(each: (id: string, value: number) => void): void {
+    const { meta, keys } = this;
+    for (let k = 0; k < keys.length; k++) if (meta[2 * k] !== 0) each(keys[k]!, meta[2 * k + 1]!);
+  }
+
+  /** Removes `id`; false when it was not filed. */
+  delete(id: string): boolean {
+    const h = asciiHash(id);
+    if (h < 0) return false;
     const { meta, keys, mask } = this;
     let k = h & mask;
     while (meta[2 * k] !== 0 && !(meta[2 * k] === h + 1 && keys[k] === id)) k = (k + 1) & mask;
-    if (meta[2 * k] === 0) return;
+    if (meta[2 * k] === 0) return false;
     // Backward shift: the entries after the hole that may sit in it move up, so every probe still ends at an empty slot.
     let hole = k;
     for (let j = (k + 1) & mask; meta[2 * j] !== 0; j = (j + 1) & mask) {
@@ -170,6 +191,7 @@ export class IdIndex {
     meta[2 * hole] = 0;
     keys[hole] = undefined;
     this.count--;
+    return true;
   }
 
   /** The slot of the id spelled by the bytes [from, to) of `bytes`, or -1: `idAt` and `valueAt` read it. */

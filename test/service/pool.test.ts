@@ -179,6 +179,28 @@ describe.each([
     ]);
   });
 
+  it('routes every kind of id alike (integers, ASCII strings, strings no frame reader files: non-ASCII), listed in spawn order', async () => {
+    const s = open();
+    const odd = 'ß';
+    const ids: AgentId[] = ['b', 7, 'ünïcode', 'a', 1_000_003, odd, -4, 'npc-2'];
+    expect(pool.spawn(s, ids.map((id) => ({ id, tree: 'guard' }))).ids).toEqual(ids);
+    expect(pool.listAgents(s).map((a) => a.id)).toEqual(ids);
+    expect(pool.agentCount(s)).toBe(ids.length);
+    // A second spawn of any of them is refused; each is found by its own value, not by an equal-looking other.
+    expect(pool.spawn(s, [...ids, '7', 'B'].map((id) => ({ id, tree: 'guard' }))).errors.map((e) => [e.id, e.code])).toEqual(ids.map((id) => [id, 'E_DUPLICATE_AGENT']));
+    // Every one of them ticks, gets its result, and is despawned; unknown ones are refused.
+    pool.observe(s, ids.map((id) => [id, 10, false, 0, String(id)]), false);
+    const first = await tick(s, 1);
+    expect(first.actions.map((a) => a[0]).toSorted()).toEqual([...ids, '7', 'B'].toSorted());
+    const gone = pool.despawn(s, ['ünïcode', odd, 'a', 'zzz', 7]);
+    expect(gone.ids).toEqual(['ünïcode', odd, 'a', 7]);
+    expect(gone.errors.map((e) => e.id)).toEqual(['zzz']);
+    expect(pool.listAgents(s).map((a) => a.id)).toEqual(['b', 1_000_003, -4, 'npc-2', '7', 'B']);
+    expect(pool.agentCount(s)).toBe(6);
+    expect(pool.spawn(s, [{ id: odd, tree: 'guard' }, { id: 'a', tree: 'guard' }]).ids).toEqual([odd, 'a']);
+    expect(pool.listAgents(s).map((a) => a.id)).toEqual(['b', 1_000_003, -4, 'npc-2', '7', 'B', odd, 'a']);
+  });
+
   it('refuses a tick of a session whose previous tick has not ended', async () => {
     const s = open();
     pool.spawn(s, [{ id: 1, tree: 'guard' }]);

@@ -9,7 +9,7 @@ import { Agent, type AgentFrame, type AgentId, type CompiledTree, type DecisionS
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
 import { AgentPacking, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
-import { FrameCursor, checkFrameRows, checkRowValue, readResultsAt, type KnownRowIds, type RowReader } from '../../protocol/index.js';
+import { FrameCursor, IdIndex, checkFrameRows, checkRowValue, readResultsAt, type KnownRowIds, type RowReader } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
 import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type ReadOrder, type ReadReply, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { ColumnSink } from './decisions.js';
@@ -67,9 +67,12 @@ class HostSession {
   pending = 0;
   /**
    * Agent id → slot, for the rows of snapshot frames this host finds its agents in itself (`stage`): small
-   * non-negative integer ids in `dense` (-1: none), others in `named`. As the router's routes, for this host's agents.
+   * non-negative integer ids in `dense` (-1: none), string ids that IdIndex files in `strings` (found by a hash of
+   * their characters: a Map lookup of a string just deserialized interns it in V8's string table first, about half a
+   * microsecond per spawned agent on Node 26), any other in `named`. As the router's routes, for this host's agents.
    */
   private dense = new Int32Array(0);
+  private readonly strings = new IdIndex();
   private readonly named = new Map<AgentId, number>();
   private size = 0;
   /** The slot row i found (-1: not an agent here) for ids that miss `dense` (row-memo.ts). Forgets on any add or remove. */
@@ -91,6 +94,7 @@ class HostSession {
       this.dense[id] = slot;
       return;
     }
+    if (typeof id === 'string' && this.strings.set(id, slot)) return;
     this.named.set(id, slot);
   }
 
@@ -113,7 +117,7 @@ class HostSession {
     this.rowMemo.clear();
     this.scanMemo.clear();
     if (typeof id === 'number' && id >= 0 && Number.isInteger(id) && id < this.dense.length) this.dense[id] = -1;
-    else this.named.delete(id);
+    else if (typeof id !== 'string' || !this.strings.delete(id)) this.named.delete(id);
   }
 
   /** The id each row of the session's frames named when last looked up (row-memo.ts); `scan`: among every host's agents. */
@@ -155,9 +159,13 @@ class HostSession {
     return slot;
   }
 
-  /** The slot of agent `id` here, or -1: an integer id within `dense` is there (and never in `named`), any other in `named`. */
+  /** The slot of agent `id` here, or -1: an integer id within `dense` is there (and never in `named`), a string in `strings` or `named`, any other in `named`. */
   slotOf(id: AgentId): number {
-    const dense = typeof id === 'number' ? this.dense[id] : undefined;
+    if (typeof id === 'string') {
+      const slot = this.strings.get(id);
+      return slot >= 0 || this.named.size === 0 ? slot : (this.named.get(id) ?? -1);
+    }
+    const dense = this.dense[id];
     return dense !== undefined ? dense : (this.named.get(id) ?? -1);
   }
 
@@ -527,19 +535,26 @@ export class AgentHost {
     }
     const bbs = orders.bbs;
     let nextBb = 0;
+    // The tree of the previous agent's tree index: a batch mostly holds one tree.
+    let lastIndex = -1;
+    let tree: CompiledTree | undefined;
     for (let i = 0; i < orders.count; i++) {
       const slot = orders.slots[i]!;
       const numeric = orders.ids[i]!;
       const id = Number.isNaN(numeric) ? orders.names![i]! : numeric;
-      const treeName = orders.trees[orders.tree[i]!]!;
+      const treeIndex = orders.tree[i]!;
       const label = orders.labels[orders.label[i]!]!;
       const seed = orders.seeded[i] === 1 ? orders.seeds[i]! : null;
       const bb = bbs !== null && nextBb < bbs.length && bbs[nextBb]![0] === i ? bbs[nextBb++]![1] : null;
       const every = orders.every === null ? 1 : orders.every[i]!;
-      const tree = this.trees.get(treeName);
+      if (treeIndex !== lastIndex) {
+        lastIndex = treeIndex;
+        tree = this.trees.get(orders.trees[treeIndex]!);
+      }
       // The router checked the tree against the same folder; a mismatch is a deployment bug worth a loud failure.
-      if (tree === undefined) throw new Error(`host has no tree '${treeName}'`);
-      const agent = new Agent(tree, id, { label, ...(seed === null ? {} : { seed }), ...(bb === null ? {} : { bb }) });
+      if (tree === undefined) throw new Error(`host has no tree '${orders.trees[treeIndex]!}'`);
+      // Options with only what is set, not spread in from a temporary object each.
+      const agent = new Agent(tree, id, seed === null ? (bb === null ? { label } : { label, bb }) : bb === null ? { label, seed } : { label, seed, bb });
       agent.world = s.world;
       while (s.agents.length <= slot) {
         s.agents.push(null);

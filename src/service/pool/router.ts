@@ -34,14 +34,19 @@ class RouterSession implements KnownIds {
   /**
    * The routing table: id → `host << 24 | slot` (a small integer, no object per agent: at 1,000,000 agents a Route
    * object each was ~50 bytes and an object more for the GC). The agent's tree and label are kept per slot in its
-   * host's shard, a spawn's own reload policy in `reloads`; `route(id)` puts them together.
+   * host's shard, a spawn's own reload policy in `reloads`; `route(id)` puts them together. Integer ids are here, and
+   * the rare string ids `ids` does not file (not ASCII, or longer than an id readId reads; `oddIds` counts them); the
+   * other string ids are in `ids` only: a Map lookup of a string the decoder has just made interns it in V8's string
+   * table first, about half a microsecond per spawned or despawned agent on Node 26. `at`, `count` and `entries`
+   * read both.
    */
-  readonly routes = new Map<AgentId, number>();
+  private readonly routes = new Map<AgentId, number>();
+  private oddIds = 0;
   /** The spawns' own reload policies (few agents name one). */
   readonly reloads = new Map<AgentId, ReloadPolicy>();
   /**
-   * The string ids of `routes` with their routes, found from a frame's bytes: results name them without a new string
-   * or a Map lookup each (rows.ts).
+   * The string ids of the routing table (those readId reads) with their routes, found by a hash of their characters,
+   * or from a frame's bytes: results name them without a new string or a Map lookup each (rows.ts).
    */
   readonly ids = new IdIndex();
   /**
@@ -119,8 +124,32 @@ class RouterSession implements KnownIds {
 
   /** Where agent `id` lives, or undefined. Allocates: not for a per-row path (`locate` is). */
   route(id: AgentId): Route | undefined {
-    const at = this.routes.get(id);
+    const at = this.at(id);
     return at === undefined ? undefined : this.routeAt(id, at);
+  }
+
+  /** Where agent `id` lives, packed `host << 24 | slot`, or undefined. */
+  at(id: AgentId): number | undefined {
+    if (typeof id === 'string') {
+      const at = this.ids.get(id);
+      if (at >= 0) return at;
+      if (this.oddIds === 0) return undefined;
+    }
+    return this.routes.get(id);
+  }
+
+  /** Agents routed. */
+  get count(): number {
+    return this.routes.size + this.ids.size;
+  }
+
+  /** Every route, [id, packed], in the order the agents were spawned (a copy: routes may change meanwhile). */
+  entries(): Array<[AgentId, number]> {
+    const list = [...this.routes];
+    if (this.ids.size === 0) return list;
+    this.ids.forEach((id, at) => list.push([id, at]));
+    const ordinal = (at: number): number => this.shards[at >>> 24]!.ordinals[at & 0xffffff]!;
+    return list.sort((a, b) => ordinal(a[1]) - ordinal(b[1]));
   }
 
   /** The Route of agent `id` living at `at` (packed). */
@@ -141,8 +170,10 @@ class RouterSession implements KnownIds {
    */
   addRoute(id: AgentId, host: number, slot: number, tree: CompiledTree, label: string, reload: ReloadPolicy | undefined): void {
     this.version++;
-    this.routes.set(id, (host << 24) | slot);
-    if (typeof id === 'string') this.ids.set(id, (host << 24) | slot);
+    if (typeof id !== 'string' || !this.ids.set(id, (host << 24) | slot)) {
+      if (typeof id === 'string' && !this.routes.has(id)) this.oddIds++;
+      this.routes.set(id, (host << 24) | slot);
+    }
     if (this.scanner >= 0 && host !== this.scanner) this.scanChanged(id, (host << 24) | slot);
     const shard = this.shards[host]!;
     shard.trees[slot] = tree;
@@ -152,7 +183,7 @@ class RouterSession implements KnownIds {
     if (typeof id !== 'number' || id < 0) return;
     if (id >= this.fast.length) {
       // Grow only while ids stay dense, so one agent with id 4,000,000 does not cost 16 MB.
-      if (id >= 2 * (this.routes.size + 512)) return;
+      if (id >= 2 * (this.count + 512)) return;
       let n = Math.max(1024, this.fast.length * 2);
       while (n <= id) n *= 2;
       const fast = new Int32Array(new SharedArrayBuffer(4 * n)).fill(-1);
@@ -168,7 +199,7 @@ class RouterSession implements KnownIds {
     // A typed array read with a non-integer or out-of-range key gives undefined: `?? -1` covers both.
     const packed = typeof id === 'number' ? (this.fast[id] ?? -1) : -1;
     if (packed >= 0) return packed;
-    return this.routes.get(id) ?? -1;
+    return this.at(id) ?? -1;
   }
 
   /**
@@ -178,7 +209,7 @@ class RouterSession implements KnownIds {
   locateRow(i: number, id: AgentId, pastFast = false): number {
     const memo = this.rowMemo.get(i, id);
     if (memo !== MISS) return memo;
-    const at = pastFast ? (this.routes.get(id) ?? -1) : this.locate(id);
+    const at = pastFast ? (this.at(id) ?? -1) : this.locate(id);
     // Unknown ids are not remembered, so a route that comes later needs no forgetting (one that goes does).
     if (at >= 0) this.rowMemo.set(i, id, at);
     return at;
@@ -186,7 +217,7 @@ class RouterSession implements KnownIds {
 
   /** A route the scanner must hear of; past as many changes as routes, it is sent the whole table instead. */
   private scanChanged(id: AgentId, packed: number): void {
-    if (this.scanIds.length > this.routes.size + 1024) {
+    if (this.scanIds.length > this.count + 1024) {
       this.forgetScanner();
       return;
     }
@@ -205,11 +236,12 @@ class RouterSession implements KnownIds {
     this.version++;
     this.rowMemo.clear();
     if (this.scanner >= 0) {
-      const at = this.routes.get(id);
+      const at = this.at(id);
       if (at !== undefined && at >>> 24 !== this.scanner) this.scanChanged(id, -1);
     }
-    this.routes.delete(id);
-    if (typeof id === 'string') this.ids.delete(id);
+    if (typeof id !== 'string' || !this.ids.delete(id)) {
+      if (this.routes.delete(id) && typeof id === 'string') this.oddIds--;
+    }
     if (this.reloads.size > 0) this.reloads.delete(id);
     if (typeof id === 'number' && id >= 0 && id < this.fast.length && this.fast[id]! >= 0) {
       this.fast[id] = -1;
@@ -329,7 +361,7 @@ export abstract class PoolRouter implements AgentPool {
     for (const s of this.sessions.values()) {
       const counts = new Map<string, { restarted: number; kept: number }>();
       const slots: number[][] = Array.from({ length: this.hostCount }, () => []);
-      for (const [id, at] of s.routes) {
+      for (const [id, at] of s.entries()) {
         const r = s.routeAt(id, at);
         const name = r.tree.name;
         if (!changed.has(name)) continue;
@@ -383,7 +415,7 @@ export abstract class PoolRouter implements AgentPool {
   exportSession(session: string): Promise<SessionExport> {
     const s = this.session(session);
     const metas: Array<Array<[number, number, ReloadPolicy | null]>> = Array.from({ length: this.hostCount }, () => []);
-    for (const [id, at] of s.routes) {
+    for (const [id, at] of s.entries()) {
       const host = at >>> 24;
       const slot = at & 0xffffff;
       metas[host]!.push([slot, s.shards[host]!.ordinals[slot]!, s.reloads.get(id) ?? null]);
@@ -483,7 +515,7 @@ export abstract class PoolRouter implements AgentPool {
         errors.push({ id, code: 'E_UNKNOWN_TREE', message: Msg.unknownTree(e.tree) });
         continue;
       }
-      if (s.routes.has(id)) {
+      if (s.at(id) !== undefined) {
         errors.push({ id, code: 'E_DUPLICATE_AGENT', message: Msg.duplicateAgent(id) });
         continue;
       }
@@ -492,7 +524,7 @@ export abstract class PoolRouter implements AgentPool {
         errors.push({ id, code: 'E_UNKNOWN_KEY', message: Msg.unknownKey(key, e.tree) });
         continue;
       }
-      if (s.routes.size >= s.maxAgents) {
+      if (s.count >= s.maxAgents) {
         errors.push({ id, code: 'E_LIMIT', message: Msg.limit('agents in this session', s.maxAgents) });
         continue;
       }
@@ -528,7 +560,7 @@ export abstract class PoolRouter implements AgentPool {
     const errors: EntryError[] = [];
     const slots: number[][] = Array.from({ length: this.hostCount }, () => []);
     for (const id of ids) {
-      const at = s.routes.get(id);
+      const at = s.at(id);
       if (at === undefined) {
         errors.push(unknownAgent(id));
         continue;
@@ -551,7 +583,7 @@ export abstract class PoolRouter implements AgentPool {
     const errors: EntryError[] = [];
     for (const entry of entries) {
       const [id, values] = entry;
-      const at = s.routes.get(id);
+      const at = s.at(id);
       if (at === undefined) {
         errors.push(unknownAgent(id));
         continue;
@@ -652,7 +684,7 @@ export abstract class PoolRouter implements AgentPool {
       const map = agents as Readonly<Record<string, Record<string, unknown>>>;
       for (const key of Object.keys(map)) {
         // Map keys are strings on the wire; an integer key also names the numeric id.
-        const at = s.routes.get(key) ?? (CANONICAL_INT.test(key) ? s.routes.get(Number(key)) : undefined);
+        const at = s.at(key) ?? (CANONICAL_INT.test(key) ? s.at(Number(key)) : undefined);
         if (at === undefined) unknown++;
         else shards[at >>> 24]!.pushObject(at & 0xffffff, map[key]!);
       }
@@ -686,7 +718,7 @@ export abstract class PoolRouter implements AgentPool {
     // Where every id routed is a small integer in `fast` (shared memory), one worker checks the rows and finds every
     // worker's, in turn, instead of each worker scanning every row. Other ids (sparse, strings): one worker per
     // session, which holds the other workers' routes (RoutesOrder), sent the changes right before the order.
-    const routes = hosts.length > 1 && s.denseRoutes === s.routes.size ? s.fast : null;
+    const routes = hosts.length > 1 && s.denseRoutes === s.count ? s.fast : null;
     let asked = hosts;
     let scan: StageOrder['scan'] = null;
     if (routes !== null) asked = [hosts[s.nextScanner++ % hosts.length]!];
@@ -727,7 +759,7 @@ export abstract class PoolRouter implements AgentPool {
       s.scanner = scanner;
       const ids: AgentId[] = [];
       const packed: number[] = [];
-      for (const [id, at] of s.routes) {
+      for (const [id, at] of s.entries()) {
         if (at >>> 24 === scanner) continue;
         ids.push(id);
         packed.push(at);
@@ -980,7 +1012,7 @@ export abstract class PoolRouter implements AgentPool {
   listAgents(session: string): AgentListing[] {
     const s = this.session(session);
     const list: AgentListing[] = [];
-    for (const [id, at] of s.routes) {
+    for (const [id, at] of s.entries()) {
       const r = s.routeAt(id, at);
       list.push({ id, tree: r.tree.name, label: r.label, worker: r.host });
     }
@@ -996,7 +1028,7 @@ export abstract class PoolRouter implements AgentPool {
   }
 
   agentCount(session?: string): number {
-    if (session !== undefined) return this.sessions.get(session)?.routes.size ?? 0;
+    if (session !== undefined) return this.sessions.get(session)?.count ?? 0;
     let n = 0;
     for (const l of this.load) n += l;
     return n;
@@ -1061,7 +1093,7 @@ export abstract class PoolRouter implements AgentPool {
 
   /** Where agent `id` of `session` lives (host, slot), or undefined. */
   protected locateAgent(session: string, id: AgentId): { host: number; slot: number } | undefined {
-    const at = this.sessions.get(session)?.routes.get(id);
+    const at = this.sessions.get(session)?.at(id);
     return at === undefined ? undefined : { host: at >>> 24, slot: at & 0xffffff };
   }
 
@@ -1085,7 +1117,7 @@ export abstract class PoolRouter implements AgentPool {
     this.forgetScans(host);
     let lost = 0;
     for (const s of this.sessions.values()) {
-      for (const [id, at] of s.routes) {
+      for (const [id, at] of s.entries()) {
         if (at >>> 24 !== host) continue;
         s.removeRoute(id);
         s.lost.push([id, 'E_INTERNAL', 'agent lost: worker crashed']);
@@ -1150,7 +1182,7 @@ export abstract class PoolRouter implements AgentPool {
    */
   private stillComing(s: RouterSession, size: number, now: number): number {
     if (s.ticked) return 0;
-    return Math.max(0, (this.spawning(s, now) ? size : this.sessionAffinity) - s.routes.size, s.remaining);
+    return Math.max(0, (this.spawning(s, now) ? size : this.sessionAffinity) - s.count, s.remaining);
   }
 
   /** Whether `s` spawned (or was created) less than `spawningMs` ago, or is placing a spawn in parts. */
@@ -1171,7 +1203,7 @@ export abstract class PoolRouter implements AgentPool {
    */
   private spawningSize(now: number): number {
     let size = this.sessionAffinity;
-    for (const s of this.sessions.values()) if (!s.ticked && this.spawning(s, now)) size = Math.max(size, s.routes.size + s.remaining);
+    for (const s of this.sessions.values()) if (!s.ticked && this.spawning(s, now)) size = Math.max(size, s.count + s.remaining);
     return size;
   }
 
