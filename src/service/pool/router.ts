@@ -149,7 +149,7 @@ class RouterSession implements KnownIds {
     if (this.ids.size === 0) return list;
     this.ids.forEach((id, at) => list.push([id, at]));
     const ordinal = (at: number): number => this.shards[at >>> 24]!.ordinals[at & 0xffffff]!;
-    return list.sort((a, b) => ordinal(a[1]) - ordinal(b[1]));
+    return list.toSorted((a, b) => ordinal(a[1]) - ordinal(b[1]));
   }
 
   /** The Route of agent `id` living at `at` (packed). */
