@@ -410,12 +410,12 @@ function split(list: string, per: number): SplitFrame | undefined {
 
 /**
  * `count` spawn entries (a part of `agents` that splitFrameList cut), read straight from the bytes as the ordinary
- * decoder would read them, when each is a map (fixmap or map16) of distinct keys among `id`, `tree`, `label`, `seed` and `every` whose values
- * validation keeps (an id readId reads, ASCII strings for the tree and label within their limits, a safe integer seed,
- * a tick interval from 1 to LIMITS.maxEvery)
- * and the bytes end with the last entry; undefined for anything else, so the caller decodes them the ordinary way
- * (decodeItems), and a refusal is worded there. A tree name or label with the bytes of the entry before it is that
- * entry's string: one string for a spawn's one tree, not one per agent.
+ * decoder would read them, when each is a map (fixmap or map16) of distinct keys among `id`, `tree`, `label`, `seed`
+ * and `every` whose values validation keeps (an id readId reads, ASCII strings for the tree and label within their
+ * limits, a safe integer seed, a tick interval from 1 to LIMITS.maxEvery) and the bytes end with the last entry;
+ * undefined for anything else, so the caller decodes them the ordinary way (decodeItems), and a refusal is worded
+ * there. A tree name or label with the bytes of the entry before it is that entry's string: one string for a spawn's
+ * one tree, not one per agent.
  */
 export function readSpawnEntries(bytes: Uint8Array, count: number): Array<Record<string, unknown>> | undefined {
   return reading(bytes, () => spawnEntries(count));

@@ -35,10 +35,9 @@ class RouterSession implements KnownIds {
    * The routing table: id → `host << 24 | slot` (a small integer, no object per agent: at 1,000,000 agents a Route
    * object each was ~50 bytes and an object more for the GC). The agent's tree and label are kept per slot in its
    * host's shard, a spawn's own reload policy in `reloads`; `route(id)` puts them together. Integer ids are here, and
-   * the rare string ids `ids` does not file (not ASCII, or longer than an id readId reads; `oddIds` counts them); the
-   * other string ids are in `ids` only: a Map lookup of a string the decoder has just made interns it in V8's string
-   * table first, about half a microsecond per spawned or despawned agent on Node 26. `at`, `count` and `entries`
-   * read both.
+   * the rare string ids `ids` does not file (not ASCII; `oddIds` counts them); the other string ids are in `ids` only:
+   * a Map lookup of a string the decoder has just made interns it in V8's string table first, about half a
+   * microsecond per spawned or despawned agent on Node 26. `at`, `count` and `entries` read both.
    */
   private readonly routes = new Map<AgentId, number>();
   private oddIds = 0;
