@@ -1,5 +1,6 @@
 // IdIndex (src/protocol/results.ts): a session's string ids with their routes, in an open-addressing table that
-// results find from a frame's bytes. Filed, filed anew and deleted in any order, it answers as a Map would.
+// results find from a frame's bytes and the router and workers by a hash of their characters. Filed, filed anew and
+// deleted in any order, it answers as a Map would.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -21,19 +22,28 @@ describe('IdIndex', () => {
       fc.property(fc.array(op, { minLength: 50, maxLength: 400 }), (ops) => {
         const index = new IdIndex();
         const reference = new Map<string, number>();
+        const answers: boolean[] = [];
+        const expected: boolean[] = [];
         for (const [set, key, value] of ops) {
-          if (set) index.set(key, value);
-          else index.delete(key);
-          // Only ids readId reads are kept: ASCII, 1 to 128 characters.
+          answers.push(set ? index.set(key, value) : index.delete(key));
+          // Only ids readId reads are kept: ASCII, 1 to 128 characters; set and delete say whether they filed or removed one.
           const readable = key.length >= 1 && key.length <= 128 && [...key].every((c) => c.charCodeAt(0) < 0x80);
+          expected.push(readable && (set || reference.has(key)));
           if (!readable) continue;
           if (set) reference.set(key, value);
           else reference.delete(key);
         }
+        expect(answers).toEqual(expected);
         for (const [, key] of ops) {
           const v = reference.get(key);
           expect(found(index, key)).toEqual(v === undefined ? undefined : [key, v]);
+          // Found by its characters as by its bytes.
+          expect(index.get(key)).toBe(v ?? -1);
         }
+        const listed: Array<[string, number]> = [];
+        index.forEach((key, value) => listed.push([key, value]));
+        expect(new Map(listed)).toEqual(reference);
+        expect(listed).toHaveLength(index.size);
       }),
       { numRuns: 500 },
     );
