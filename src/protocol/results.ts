@@ -134,19 +134,13 @@ export class IdIndex {
   set(id: string, value: number): boolean {
     const h = asciiHash(id);
     if (h < 0) return false;
-    const { meta, keys, mask } = this;
-    let k = h & mask;
-    while (meta[2 * k] !== 0) {
-      if (meta[2 * k] === h + 1 && keys[k] === id) {
-        meta[2 * k + 1] = value;
-        return true;
-      }
-      k = (k + 1) & mask;
-    }
-    meta[2 * k] = h + 1;
+    const k = this.probe(id, h);
+    const { meta } = this;
     meta[2 * k + 1] = value;
-    keys[k] = id;
-    if (++this.count * 2 > mask + 1) this.grow();
+    if (meta[2 * k] !== 0) return true;
+    meta[2 * k] = h + 1;
+    this.keys[k] = id;
+    if (++this.count * 2 > this.mask + 1) this.grow();
     return true;
   }
 
@@ -158,9 +152,8 @@ export class IdIndex {
   get(id: string): number {
     const h = asciiHash(id);
     if (h < 0) return -1;
-    const { meta, keys, mask } = this;
-    for (let k = h & mask; meta[2 * k] !== 0; k = (k + 1) & mask) if (meta[2 * k] === h + 1 && keys[k] === id) return meta[2 * k + 1]!;
-    return -1;
+    const k = this.probe(id, h);
+    return this.meta[2 * k] === 0 ? -1 : this.meta[2 * k + 1]!;
   }
 
   /** Every id filed and its value, in no particular order. */
@@ -173,9 +166,8 @@ export class IdIndex {
   delete(id: string): boolean {
     const h = asciiHash(id);
     if (h < 0) return false;
+    const k = this.probe(id, h);
     const { meta, keys, mask } = this;
-    let k = h & mask;
-    while (meta[2 * k] !== 0 && !(meta[2 * k] === h + 1 && keys[k] === id)) k = (k + 1) & mask;
     if (meta[2 * k] === 0) return false;
     // Backward shift: the entries after the hole that may sit in it move up, so every probe still ends at an empty slot.
     let hole = k;
@@ -192,6 +184,14 @@ export class IdIndex {
     keys[hole] = undefined;
     this.count--;
     return true;
+  }
+
+  /** The slot holding `id` (hashed `h`), or the empty slot where its probe ends: where `set` would file it. */
+  private probe(id: string, h: number): number {
+    const { meta, keys, mask } = this;
+    let k = h & mask;
+    while (meta[2 * k] !== 0 && !(meta[2 * k] === h + 1 && keys[k] === id)) k = (k + 1) & mask;
+    return k;
   }
 
   /** The slot of the id spelled by the bytes [from, to) of `bytes`, or -1: `idAt` and `valueAt` read it. */
