@@ -9,7 +9,7 @@
 //   npm run build && node dist/bench/spawn-stall.js [--agents 10000] [--rounds 6]
 
 import { deserialize, serialize } from 'node:v8';
-import { decodeItems, encode, LIMITS, parseClientFrame, parseClientMessage, readSpawnEntries, splitFrameList, type AgentId } from '../src/protocol/index.js';
+import { decodeSpawnPart, encode, LIMITS, parseClientFrame, parseClientMessage, splitFrameList, type AgentId } from '../src/protocol/index.js';
 import { AgentHost } from '../src/service/pool/host.js';
 import { loadTrees } from '../src/service/pool/load.js';
 import { PoolRouter } from '../src/service/pool/router.js';
@@ -134,8 +134,7 @@ function round(style: (typeof ID_STYLES)[number], k: number): Figures {
   const items: unknown[] = [];
   for (const part of split.parts) {
     t = performance.now();
-    // As ws.ts: entries of the usual shape read from the bytes, anything else decoded.
-    for (const item of readSpawnEntries(part.bytes, part.count) ?? decodeItems(part.bytes, part.count, 2)!) items.push(item);
+    for (const item of decodeSpawnPart(part.bytes, part.count)!) items.push(item);
     decodeLongest = Math.max(decodeLongest, performance.now() - t);
   }
   split.fields['agents'] = items;

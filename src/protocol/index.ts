@@ -50,7 +50,7 @@ export {
 export { LIMITS, PROTOCOL_VERSION } from './limits.js';
 export { parseServerMessage } from './server-messages.js';
 export { HeldDecisions } from './merge.js';
-export { FrameCursor, MAX_VECTOR, Tag, checkFrameRows, isPackedRows, readResultsAt, readSpawnEntries, checkRowValue, readSnapshotHead, readSnapshotRows, rowValue, splitFrameList, stagedAsFrameRows, unpackRows, type ColumnRows, type FastSnapshot, type FrameRows, type PackedRows, type RowReader, type SplitFrame, type StagedRows, type UnreadSnapshot } from './rows.js';
+export { FrameCursor, MAX_VECTOR, Tag, checkFrameRows, isPackedRows, readResultsAt, readSpawnEntries, decodeSpawnPart, checkRowValue, readSnapshotHead, readSnapshotRows, rowValue, splitFrameList, stagedAsFrameRows, unpackRows, type ColumnRows, type FastSnapshot, type FrameRows, type PackedRows, type RowReader, type SplitFrame, type StagedRows, type UnreadSnapshot } from './rows.js';
 export { IdIndex, ResultColumns, resultCount, resultTuples, type KnownIds, type ResultData, type ResultList } from './results.js';
 export { KnownRowIds } from './known-rows.js';
 export {

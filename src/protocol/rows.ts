@@ -7,7 +7,7 @@
 import type { AgentId } from './messages.js';
 import { ResultColumns, type IdIndex, type KnownIds } from './results.js';
 import { knownRowEnd, type KnownRowIds } from './known-rows.js';
-import { checkFrame, decode } from './codec.js';
+import { checkFrame, decode, decodeItems } from './codec.js';
 import { LIMITS } from './limits.js';
 
 /** Type tag of one row value: the value itself lives in `values` (numbers), `vectors` or `other`. */
@@ -419,6 +419,15 @@ function split(list: string, per: number): SplitFrame | undefined {
  */
 export function readSpawnEntries(bytes: Uint8Array, count: number): Array<Record<string, unknown>> | undefined {
   return reading(bytes, () => spawnEntries(count));
+}
+
+/**
+ * A part of a spawn's `agents` (splitFrameList) decoded: its entries read straight from the bytes when they have the
+ * usual shape (readSpawnEntries), else decoded and checked as the whole frame would be (decodeItems); undefined when
+ * they do not pass, as decodeItems says.
+ */
+export function decodeSpawnPart(bytes: Uint8Array, count: number): unknown[] | undefined {
+  return readSpawnEntries(bytes, count) ?? decodeItems(bytes, count, 2);
 }
 
 /** The keys spawnEntries reads, as bits of the keys an entry has shown. */

@@ -17,8 +17,7 @@ import {
   encodeSpawned,
   encodeWelcome,
   encode,
-  decodeItems,
-  readSpawnEntries,
+  decodeSpawnPart,
   parseClientFrame,
   parseClientMessage,
   parseSnapshotHead,
@@ -427,8 +426,7 @@ class Connection implements LiveConnection, SessionOutput {
       // just before the take-over is (lockstep() sends nothing to a connection the session left).
       if (session.ended) return;
       const part = split.parts[i]!;
-      // Entries of the usual shape read straight from the bytes; anything else decoded and checked the ordinary way.
-      const items = readSpawnEntries(part.bytes, part.count) ?? decodeItems(part.bytes, part.count, 2);
+      const items = decodeSpawnPart(part.bytes, part.count);
       if (items === undefined) return whole();
       for (const item of items) agents.push(item);
     }
