@@ -533,14 +533,17 @@ class Connection implements LiveConnection, SessionOutput {
   private async adopt(msg: HelloMessage, token: string, durability: Durability): Promise<void> {
     clearTimeout(this.helloTimer);
     this.helloTimer = undefined;
-    const out = await durability.adopt(token);
+    const out = await durability.adopt(token, () => this.ending);
     if ('session' in out) {
-      rotateToken(out.session);
-      durability.tokenRotated(out.session, token);
       if (this.ending || this.ctx.phase !== 'ready') {
-        this.ctx.sessions.keepFor(out.session); // the client left meanwhile: kept for its grace period, as any dropped session
+        // The client left meanwhile: kept for its grace period, as any dropped session, under the token the client
+        // holds (it resumes with that one, here or anywhere: the store still leads it here).
+        out.session.resumeToken = token;
+        this.ctx.sessions.keepFor(out.session);
         return;
       }
+      rotateToken(out.session);
+      durability.tokenRotated(out.session, token);
       this.welcome(msg, out.session);
       return;
     }

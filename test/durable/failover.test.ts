@@ -4,9 +4,11 @@
 // lease expires; then B is drained (SIGTERM) and the session migrates to C. Every tick's decisions equal those of a
 // reference run of the same inputs on one instance without any failure.
 
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, onTestFailed, test } from 'vitest';
 import { CanopyClient } from '../../src/client/index.js';
-import { start, writeFixture } from '../service/harness.js';
+import { sessionKeys } from '../../src/durable/store.js';
+import { RawClient, start, writeFixture } from '../service/harness.js';
 import { FIELDS, Game, TREES } from './game.js';
 import { metric, startInstance, startRedis, type Instance } from './procs.js';
 
@@ -117,6 +119,45 @@ describe('durable sessions: two instances and Redis', () => {
     for (let tick = 1; tick <= TICKS; tick++) expect(game.decisions.get(tick), `decisions of tick ${tick}`).toEqual(expected.decisions.get(tick));
     await second.bye();
   }, 120_000);
+
+  test('a client that leaves while an instance waits for its session\'s lease leaves nothing behind: it resumes anywhere later, exactly', async () => {
+    const a = await startInstance(env(1));
+    instances.push(a);
+    const c = await start({ trees: fixture.trees, workers: 1, redisUrl: redis.url, redisLeaseMs: 1000 });
+    const admin = new Redis(redis.url);
+    try {
+      const first = await CanopyClient.connect(a.wsUrl, { mode: 'lockstep', fields: FIELDS, reconnect: false });
+      first.on('close', () => {});
+      const game = new Game(100);
+      await game.spawn(first);
+      for (let tick = 1; tick <= 3; tick++) await game.tick(first, tick);
+      const owner = sessionKeys(first.session).owner;
+      const ownerA = await admin.get(owner);
+      expect(ownerA).not.toBeNull();
+      a.proc.kill('SIGKILL');
+      await a.proc.exit;
+
+      // A resume on C while A's lease lives: C waits for it. The client gives up (a connect timeout, say) and leaves.
+      const raw = await RawClient.open(c.wsUrl);
+      raw.send({ t: 'hello', v: 1, mode: 'lockstep', fields: FIELDS, resume: first.resumeToken });
+      raw.socket.close();
+      await raw.closed;
+      // A's lease runs out. Nobody waits for the session any more, so nobody takes it.
+      while ((await admin.get(owner)) === ownerA) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(await admin.get(owner)).toBeNull();
+
+      // The client comes back with the token it holds: the session, exactly where it was.
+      const second = await CanopyClient.connect(c.wsUrl, { mode: 'lockstep', fields: FIELDS, resume: first.resumeToken, reconnect: false });
+      expect(second.session).toBe(first.session);
+      expect(second.welcome.tick).toBe(3);
+      await game.tick(second, 4);
+      expect(await metric(c.base, 'canopy_durable_adoptions_total{how="adopted"}')).toBe(1);
+      await second.bye();
+    } finally {
+      admin.disconnect();
+      await c.close();
+    }
+  }, 60_000);
 
   test('an instance whose trees differ from the checkpoint\'s cannot adopt: the client gets a new session (resumed: false)', async () => {
     const other = await writeFixture({ mixed: { ...TREES.mixed, blackboard: { mood: 2, extra: 0 } } });

@@ -103,9 +103,11 @@ export class Durability {
   /**
    * A resume token this instance does not know: the session it names, adopted from Redis. Its owner, if alive,
    * is asked to hand it over; a dead owner's lease is waited out. The session comes back exactly as it was
-   * after its last stored tick, its decisions since not sent again.
+   * after its last stored tick, its decisions since not sent again. `left` says whether the client that asked has
+   * gone meanwhile: the wait for a lease ends then, so no instance takes a session nobody is waiting for (it would
+   * take it from the instance the client went to next).
    */
-  async adopt(token: string): Promise<Adoption> {
+  async adopt(token: string, left: () => boolean): Promise<Adoption> {
     const sessions = this.sessions!;
     let id: string | null;
     try {
@@ -129,6 +131,7 @@ export class Durability {
             asked = true;
           }
         }
+        if (left()) return { retry: 'the client left' };
         if (performance.now() > deadline) return { retry: "the session's owner did not release it in time" };
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
@@ -185,6 +188,10 @@ export class Durability {
     const journal = this.journals.get(id);
     if (journal === undefined) return;
     await journal.flush();
+    // Not ours from here on: a renewal or a late fenced write that finds the lease released must not take it for one
+    // another instance took (lost() would tell the client goodbye for good, while it is to resume elsewhere).
+    this.journals.delete(id);
+    journal.stop();
     await this.store.release(id);
   }
 
