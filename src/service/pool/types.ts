@@ -151,6 +151,13 @@ export interface PoolOptions {
    */
   workerYoungGenerationMb?: number;
   /**
+   * The workers' young generation starts at `workerYoungGenerationMb` rather than growing to it from V8's 0.5 MB
+   * semi-spaces (V8's `--min-semi-space-size`, set for the isolates created after it). A game's first spawns and
+   * ticks then scavenge a few times instead of dozens, each copying the new agents, and fault in no new pages
+   * once the start-up warm-up has touched them (docs/capacity.md, "Round twenty-nine"). Default true.
+   */
+  workerYoungGenerationFromStart?: boolean;
+  /**
    * Sessions kept on one worker: a session's new agents go to its home worker (the least loaded one when its first
    * agent came) while that worker would then hold at most this many agents more than the least loaded one, else to
    * the least loaded. A session on one worker costs the main thread one round trip per tick instead of one per

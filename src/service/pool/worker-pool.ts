@@ -2,7 +2,7 @@
 // never takes the process down: its requests reject, its agents are reported lost, and a fresh worker replaces it.
 // A stalled one (a plugin in an endless loop) is treated the same way once it has made no progress for `stallMs`.
 
-import { serialize } from 'node:v8';
+import { serialize, setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import type { TreeLookup } from './host.js';
 import { DEFAULT_ELU_WINDOW_MS, EluWindows } from './elu.js';
@@ -24,8 +24,14 @@ import type { TreeLibrary } from '../../bt/library.js';
 function startWorker(
   data: { trees: string; plugins: string | undefined; progress: SharedArrayBuffer; definitions?: Record<string, unknown> },
   youngMb: number,
+  youngFromStart: boolean,
 ): Worker {
   const resourceLimits = youngMb > 0 ? { maxYoungGenerationSizeMb: youngMb } : {};
+  // The young generation at its full size from the start (V8 counts it as three semi-spaces), or grown from V8's
+  // smallest as V8 sees fit (0), whatever the process's own flag says (`--min-semi-space-size` in the start
+  // commands, for the main thread). A worker's isolate reads the flag when it is created, after this; the isolates
+  // made before keep theirs.
+  setFlagsFromString(`--min-semi-space-size=${youngMb > 0 && youngFromStart ? Math.floor(youngMb / 3) : 0}`);
   if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./worker.js', import.meta.url), { workerData: data, resourceLimits });
   const tsx = import.meta.resolve('tsx/esm/api');
   const entry = new URL('./worker.ts', import.meta.url).href;
@@ -256,7 +262,7 @@ export class WorkerPool extends PoolRouter {
     // The fingerprints this worker must load: a reload posted while it starts arrives after its `ready`.
     const expected = this.hashes;
     const definitions = this.definitions;
-    const t = new HostThread(startWorker({ trees: this.options.trees, plugins: this.options.plugins, progress, ...(definitions !== undefined ? { definitions } : {}) }, this.options.workerYoungGenerationMb ?? DEFAULT_WORKER_YOUNG_GENERATION_MB), progress);
+    const t = new HostThread(startWorker({ trees: this.options.trees, plugins: this.options.plugins, progress, ...(definitions !== undefined ? { definitions } : {}) }, this.options.workerYoungGenerationMb ?? DEFAULT_WORKER_YOUNG_GENERATION_MB, this.options.workerYoungGenerationFromStart ?? true), progress);
     t.worker.on('message', (msg: FromHost | WorkerHello) => {
       if (msg.t === 'ready') {
         if (!msg.ok) {
