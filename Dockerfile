@@ -29,4 +29,4 @@ USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.CANOPY_PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 ENTRYPOINT ["/usr/bin/tini", "--"]
-CMD ["node", "--initial-old-space-size=128", "--v8-pool-size=2", "dist/src/service/main.js"]
+CMD ["node", "--initial-old-space-size=128", "--min-semi-space-size=16", "--v8-pool-size=2", "dist/src/service/main.js"]
