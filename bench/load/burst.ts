@@ -113,6 +113,8 @@ export interface CpuSpan {
   readonly main: number;
   readonly workers: number;
   readonly other: number;
+  /** Minor page faults in the window: the main thread, the worker threads together (ThreadCpu's `faults`). */
+  readonly faults: { readonly main: number; readonly workers: number };
   /** burst and despawn windows: main and workers beyond the steady rate over as long. */
   readonly excess?: { readonly main: number; readonly workers: number };
 }
@@ -122,6 +124,8 @@ interface CpuMark {
   readonly main: number;
   readonly workers: number;
   readonly other: number;
+  readonly faultsMain: number;
+  readonly faultsWorkers: number;
 }
 
 /** The service's thread CPU now (ms), or null when it cannot be read. */
@@ -131,7 +135,7 @@ function cpuMark(target: Target): CpuMark | null {
   if (t === undefined) return null;
   let workers = 0;
   for (const w of t.workers.values()) workers += w;
-  return { at: performance.now(), main: t.main * 1000, workers: workers * 1000, other: t.other * 1000 };
+  return { at: performance.now(), main: t.main * 1000, workers: workers * 1000, other: t.other * 1000, faultsMain: t.faults.main, faultsWorkers: t.faults.workers };
 }
 
 /** The mean span of `pairs` (null if any mark is missing). */
@@ -139,7 +143,13 @@ function cpuSpan(pairs: ReadonlyArray<readonly [CpuMark | null, CpuMark | null]>
   if (pairs.length === 0 || pairs.some(([a, b]) => a === null || b === null)) return null;
   const n = pairs.length;
   const sum = (of: (a: CpuMark, b: CpuMark) => number): number => pairs.reduce((acc, [a, b]) => acc + of(a!, b!), 0) / n;
-  return { ms: sum((a, b) => b.at - a.at), main: sum((a, b) => b.main - a.main), workers: sum((a, b) => b.workers - a.workers), other: sum((a, b) => b.other - a.other) };
+  return {
+    ms: sum((a, b) => b.at - a.at),
+    main: sum((a, b) => b.main - a.main),
+    workers: sum((a, b) => b.workers - a.workers),
+    other: sum((a, b) => b.other - a.other),
+    faults: { main: sum((a, b) => b.faultsMain - a.faultsMain), workers: sum((a, b) => b.faultsWorkers - a.faultsWorkers) },
+  };
 }
 
 /** `span` with its excess over the steady rate. */
@@ -155,7 +165,7 @@ function cpuResult(steady: readonly [CpuMark | null, CpuMark | null], bursts: Re
   if (s === null || b === null) return null;
   // The steady window scaled to BURST_WINDOW_MS, so the figures read "per 2 s" side by side.
   const k = BURST_WINDOW_MS / s.ms;
-  const steady2 = { ms: BURST_WINDOW_MS, main: s.main * k, workers: s.workers * k, other: s.other * k };
+  const steady2 = { ms: BURST_WINDOW_MS, main: s.main * k, workers: s.workers * k, other: s.other * k, faults: { main: s.faults.main * k, workers: s.faults.workers * k } };
   return { steady: round1(steady2), burst: round1(withExcess(b, steady2)!), despawn: despawns === null ? null : round1(withExcess(cpuSpan(despawns), steady2)) };
 }
 
@@ -163,7 +173,8 @@ const tenth = (n: number): number => Math.round(n * 10) / 10;
 
 function round1<T extends CpuSpan | null>(c: T): T {
   if (c === null) return c;
-  return { ms: tenth(c.ms), main: tenth(c.main), workers: tenth(c.workers), other: tenth(c.other), ...(c.excess !== undefined ? { excess: { main: tenth(c.excess.main), workers: tenth(c.excess.workers) } } : {}) } as T;
+  const faults = { main: Math.round(c.faults.main), workers: Math.round(c.faults.workers) };
+  return { ms: tenth(c.ms), main: tenth(c.main), workers: tenth(c.workers), other: tenth(c.other), faults, ...(c.excess !== undefined ? { excess: { main: tenth(c.excess.main), workers: tenth(c.excess.workers) } } : {}) } as T;
 }
 
 /** A phase: ticks scheduled in [from, to) go to `hist`, how late the generator sent them to `late`. */
@@ -444,6 +455,11 @@ export function burstLines(res: BurstResult): string[] {
     lines.push(
       `  the service's CPU, thread time in ms (beyond the steady rate): ${one('steady per 2 s', c.steady)}; ` +
         `${one(res.kind === 'spawn' ? 'spawn (2 s)' : `first ${(c.burst.ms / 1000).toFixed(1)} s`, c.burst)}${c.despawn !== null ? `; ${one('despawn (2 s)', c.despawn)}` : ''}`,
+    );
+    const faults = (name: string, x: CpuSpan): string => `${name} main ${x.faults.main} / workers ${x.faults.workers}`;
+    lines.push(
+      `  the service's page faults (minor): ${faults('steady per 2 s', c.steady)}; ` +
+        `${faults(res.kind === 'spawn' ? 'spawn (2 s)' : `first ${(c.burst.ms / 1000).toFixed(1)} s`, c.burst)}${c.despawn !== null ? `; ${faults('despawn (2 s)', c.despawn)}` : ''}`,
     );
   }
   if (res.lost > 0 || res.errors > 0) lines.push(`  ${res.lost} ticks unanswered, ${res.errors} errors${res.sampleError === null ? '' : `: ${res.sampleError}`}`);

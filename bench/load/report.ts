@@ -52,6 +52,7 @@ export function resultsTable(results: readonly RunResult[]): string {
       if (t.workerCores.length === 0) return `${t.mainCores.toFixed(2)} / (workers + GC + JIT) ${t.otherCores.toFixed(2)}`;
       return `${t.mainCores.toFixed(2)} / ${t.workerCores.map((c) => c.toFixed(2)).join(' + ')} / ${t.otherCores.toFixed(2)}`;
     }),
+    row('  page faults/s main / workers', (r) => (r.server.threads === null ? '-' : `${r.server.threads.mainFaultsPerSec} / ${r.server.threads.workerFaultsPerSec}`)),
     row('service CPU per agent-tick µs', (r) => r.server.cpuUsPerAgentTick.toFixed(3)),
     row('main thread share / Amdahl bound on 16 cores', (r) => (r.server.mainShare === null ? '-' : `${(100 * r.server.mainShare).toFixed(1)} % / ${r.server.amdahl16!.toFixed(1)}×`)),
     row('generator CPU (cores) / share', (r) => `${r.generator.cpuCores.toFixed(2)} / ${(100 * r.generator.cpuShare).toFixed(0)} %`),

@@ -110,7 +110,8 @@ export interface RunResult {
     readonly rssMB: number;
     readonly peakRssMB: number;
     /** CPU by thread (cores), when the service runs on this machine: main thread, each worker, the rest (GC, JIT). */
-    readonly threads: { readonly mainCores: number; readonly workerCores: number[]; readonly otherCores: number } | null;
+    /** CPU by thread, and minor page faults a second of the main thread and of the workers together. */
+    readonly threads: { readonly mainCores: number; readonly workerCores: number[]; readonly otherCores: number; readonly mainFaultsPerSec: number; readonly workerFaultsPerSec: number } | null;
     /** Service CPU per agent-tick achieved, µs (every thread: cpuCores / achieved agent-ticks per second). */
     readonly cpuUsPerAgentTick: number;
     /**
@@ -483,7 +484,7 @@ function fixedSnapshotPaths(m: Scrape): NonNullable<RunResult['fixedSnapshotPath
 function serialPart(
   cores: number,
   agentTicksPerSec: number,
-  threads: { mainCores: number; workerCores: number[]; otherCores: number } | null,
+  threads: RunResult['server']['threads'],
 ): Pick<RunResult['server'], 'threads' | 'cpuUsPerAgentTick' | 'mainShare' | 'amdahl16'> {
   const share = threads === null || cores <= 0 ? null : Math.min(1, threads.mainCores / cores);
   return {
@@ -495,12 +496,18 @@ function serialPart(
 }
 
 /** CPU (cores) of each thread between two samples; null when either has no thread figures. */
-function threadCores(a: ProcessSample, b: ProcessSample): { mainCores: number; workerCores: number[]; otherCores: number } | null {
+function threadCores(a: ProcessSample, b: ProcessSample): RunResult['server']['threads'] {
   if (a.threads === undefined || b.threads === undefined) return null;
   const secs = (b.at - a.at) / 1000;
   const workerCores: number[] = [];
   for (const [tid, cpu] of b.threads.workers) workerCores.push(round((cpu - (a.threads.workers.get(tid) ?? 0)) / secs, 3));
-  return { mainCores: round((b.threads.main - a.threads.main) / secs, 3), workerCores, otherCores: round((b.threads.other - a.threads.other) / secs, 3) };
+  return {
+    mainCores: round((b.threads.main - a.threads.main) / secs, 3),
+    workerCores,
+    otherCores: round((b.threads.other - a.threads.other) / secs, 3),
+    mainFaultsPerSec: Math.round((b.threads.faults.main - a.threads.faults.main) / secs),
+    workerFaultsPerSec: Math.round((b.threads.faults.workers - a.threads.faults.workers) / secs),
+  };
 }
 
 /** The live progress line, and the early stop of capacity probes. */

@@ -66,6 +66,9 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
     expect(lockstep!.snapshotPaths).toMatchObject({ staged: 0, mainThread: 0 });
     expect(lockstep!.snapshotPaths!.oneMessage).toBeGreaterThan(2 * 20 * 2);
     expect(out.stdout).toMatch(/snapshots: one message \/ staged \/ main thread +\d+ \/ 0 \/ 0/);
+    // The service's minor page faults by thread, from /proc: counted, not guessed.
+    expect(out.stdout).toMatch(/page faults\/s main \/ workers +\d+ \/ \d+/);
+    expect(lockstep!.server.threads!.mainFaultsPerSec).toBeGreaterThanOrEqual(0);
     expect(fixed!.snapshotPaths).toBeNull();
     expect(fixed!.tickLatenessMs).not.toBeNull();
     expect(fixed!.decisionSpacingMs!.p50).toBeGreaterThan(20);
@@ -94,8 +97,9 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
     const json = join(dir, 'burst.json');
     const args = [cli, '--burst', 'both', '--sessions', '2', '--agents', '200', '--burst-agents', '300', '--burst-repeat', '1', '--warmup', '1', '--seconds', '1', '--workers', '1', '--json', json];
     // Exit code 1 only means a tick went unanswered on a busy machine: the JSON is still written and checked below.
-    await run(process.execPath, args, { cwd: root, timeout: 120_000 }).catch((err: { code?: number }) => {
+    const out = await run(process.execPath, args, { cwd: root, timeout: 120_000 }).catch((err: { code?: number; stdout: string; stderr: string }) => {
       if (err.code !== 1) throw err;
+      return err;
     });
     const report = JSON.parse(readFileSync(json, 'utf8')) as { generatorGc: string; bursts: BurstResult[]; failed: string[] };
     expect(report.failed).toEqual([]);
@@ -118,6 +122,9 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
       expect(b.fromSend.burst.max).toBeLessThanOrEqual(b.burst.max * 1.001 + 0.5);
     }
     const [spawn, start] = report.bursts;
+    // A service that spawns and ticks agents for the first time maps new memory: its page faults are counted.
+    expect(start!.cpu!.burst.faults.main + start!.cpu!.burst.faults.workers).toBeGreaterThan(0);
+    expect(out.stdout).toMatch(/the service's page faults \(minor\): steady per 2 s main \d+ \/ workers \d+; first [\d.]+ s main \d+ \/ workers \d+/);
     expect(spawn!.spawnAckMs).toHaveLength(1);
     expect(spawn!.despawn!.count).toBeGreaterThan(0);
     // The start's first 2 s tick by tick, by due time: the ticks its first-2-s window counts, with their latencies.
