@@ -1,7 +1,9 @@
 // Crash recovery's log keeps its own copies of every tick order's input, in buffers it reuses once a checkpoint
-// covers their order (recovery.ts, CopyBuffers): a replay must still hand the replacement exactly what was sent.
+// covers their order or their session ends (recovery.ts, CopyBuffers): a replay must still hand the replacement exactly
+// what was sent.
 
 import { describe, expect, it } from 'vitest';
+import { FramePool } from '../../src/service/pool/frames.js';
 import { RecoveryJournal } from '../../src/service/pool/recovery.js';
 import { packSpawnOrders } from '../../src/service/pool/spawns.js';
 import type { FrameBatch, ResultBatch, RowBatch, TickOrder } from '../../src/service/pool/wire.js';
@@ -78,5 +80,32 @@ describe('the recovery log reuses its copies', () => {
     // Without reuse, each of the 200 orders would have taken two of its own (400); with it, no more than the log
     // holds at once (13 orders of 7 buffers each, sizes shared) serve.
     expect(buffers.size).toBeLessThanOrEqual(13 * 7);
+  });
+});
+
+describe('a session that ends gives its logged buffers back', () => {
+  it('its frames go back to the frame pool and its copies are handed out again, not left to the collector', () => {
+    const frames = new FramePool();
+    const journal = new RecoveryJournal(1, 2000, 20, frames);
+    const play = (session: string, from: number): { frames: Set<ArrayBufferLike>; copies: Set<ArrayBufferLike> } => {
+      journal.record(0, { t: 'spawn', session, fields: null, agents: packSpawnOrders([]) });
+      for (let n = from; n < from + 10; n++) {
+        const order = { ...tick(n, 50), session };
+        const frame = frames.copy(new Uint8Array(1000).fill(n));
+        order.frameRows = { ...order.frameRows!, frames: [frame] };
+        journal.record(0, order);
+      }
+      const logged = journal.replay(0).orders.filter((o): o is TickOrder => o.t === 'tick' && o.session === session);
+      expect(logged).toHaveLength(10); // no checkpoint yet: every order is kept for a replay
+      return { frames: new Set(logged.map((o) => o.frameRows!.frames[0]!.buffer)), copies: new Set(logged.map((o) => o.rows!.values.buffer)) };
+    };
+    const first = play('a', 1);
+    expect(frames.reused).toBe(0);
+    journal.record(0, { t: 'drop', session: 'a' });
+    const second = play('b', 100);
+    // The second session's ten frames and row copies are the first's buffers, reused.
+    expect(frames.reused).toBe(10);
+    expect(second.frames).toEqual(first.frames);
+    expect(second.copies).toEqual(first.copies);
   });
 });

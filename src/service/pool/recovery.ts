@@ -113,9 +113,14 @@ export class RecoveryJournal {
         // A session imported from another instance (durable sessions): its agents start from this checkpoint.
         logs.set(msg.session, { fields: msg.fields, checkpoint: { agents: msg.count ?? 0, bytes: msg.bytes }, orders: [], ticks: 0, loggedBytes: 0, requestedAt: -Infinity, phaseMs: 0, inflight: null, stops: [] });
         return false;
-      case 'drop':
+      case 'drop': {
+        // Nothing replays the session's orders any more: their frames and copies go back to be reused by the next
+        // sessions (the start-up warm-up's among them, for a game's first frames), not to the collector.
+        const log = logs.get(msg.session);
         logs.delete(msg.session);
+        if (log !== undefined) for (const o of log.orders) this.letGo(o);
         return false;
+      }
       case 'read': {
         // A fixed-mode frame's rows, read by the worker as they come: replayed in their place among the tick orders.
         const log = logs.get(msg.session);
@@ -150,6 +155,13 @@ export class RecoveryJournal {
       default:
         return false; // inspector requests change no agent
     }
+  }
+
+  /** A logged order no replay needs any more: its frames released, its copies back to be handed out again. */
+  private letGo(o: ToHost): void {
+    if (o.t !== 'tick' && o.t !== 'read') return;
+    if (this.frames !== null) for (const f of framesOf(o) ?? []) this.frames.release(f);
+    if (o.t === 'tick') releaseTick(o, this.copies);
   }
 
   /** Holds the frames a logged order reads until a checkpoint covers it (checkpointed). */
@@ -194,10 +206,9 @@ export class RecoveryJournal {
       if (o.t !== 'tick' && o.t !== 'read') continue;
       log.loggedBytes -= inputBytes(o);
       // Covered by the checkpoint: the worker read these frames before it packed it.
-      if (this.frames !== null) for (const f of framesOf(o) ?? []) this.frames.release(f);
+      this.letGo(o);
       if (o.t === 'read') continue;
       log.ticks--;
-      releaseTick(o, this.copies);
       // The checkpoint holds the stopped agent: the stop need not be replayed any more.
       if (log.stops.length > 0) log.stops = log.stops.filter((x) => x.req !== o.req);
     }
