@@ -127,7 +127,6 @@ describe('durable sessions: two instances and Redis', () => {
     const admin = new Redis(redis.url);
     try {
       const first = await CanopyClient.connect(a.wsUrl, { mode: 'lockstep', fields: FIELDS, reconnect: false });
-      first.on('close', () => {});
       const game = new Game(100);
       await game.spawn(first);
       for (let tick = 1; tick <= 3; tick++) await game.tick(first, tick);
