@@ -95,9 +95,9 @@ describe('a session that ends gives its logged buffers back', () => {
         order.frameRows = { ...order.frameRows!, frames: [frame] };
         journal.record(0, order);
       }
-      const logged = journal.replay(0).orders.filter((o): o is TickOrder => o.t === 'tick' && o.session === session);
-      expect(logged).toHaveLength(10); // no checkpoint yet: every order is kept for a replay
-      return { frames: new Set(logged.map((o) => o.frameRows!.frames[0]!.buffer)), copies: new Set(logged.map((o) => o.rows!.values.buffer)) };
+      const kept = journal.replay(0).orders.filter((o): o is TickOrder => o.t === 'tick' && o.session === session);
+      expect(kept).toHaveLength(10); // no checkpoint yet: every order is kept for a replay
+      return { frames: new Set(kept.map((o) => o.frameRows!.frames[0]!.buffer)), copies: new Set(kept.map((o) => o.rows!.values.buffer)) };
     };
     const first = play('a', 1);
     expect(frames.reused).toBe(0);
