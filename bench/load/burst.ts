@@ -124,8 +124,7 @@ interface CpuMark {
   readonly main: number;
   readonly workers: number;
   readonly other: number;
-  readonly faultsMain: number;
-  readonly faultsWorkers: number;
+  readonly faults: { readonly main: number; readonly workers: number };
 }
 
 /** The service's thread CPU now (ms), or null when it cannot be read. */
@@ -135,7 +134,7 @@ function cpuMark(target: Target): CpuMark | null {
   if (t === undefined) return null;
   let workers = 0;
   for (const w of t.workers.values()) workers += w;
-  return { at: performance.now(), main: t.main * 1000, workers: workers * 1000, other: t.other * 1000, faultsMain: t.faults.main, faultsWorkers: t.faults.workers };
+  return { at: performance.now(), main: t.main * 1000, workers: workers * 1000, other: t.other * 1000, faults: t.faults };
 }
 
 /** The mean span of `pairs` (null if any mark is missing). */
@@ -148,7 +147,7 @@ function cpuSpan(pairs: ReadonlyArray<readonly [CpuMark | null, CpuMark | null]>
     main: sum((a, b) => b.main - a.main),
     workers: sum((a, b) => b.workers - a.workers),
     other: sum((a, b) => b.other - a.other),
-    faults: { main: sum((a, b) => b.faultsMain - a.faultsMain), workers: sum((a, b) => b.faultsWorkers - a.faultsWorkers) },
+    faults: { main: sum((a, b) => b.faults.main - a.faults.main), workers: sum((a, b) => b.faults.workers - a.faults.workers) },
   };
 }
 

@@ -32,9 +32,10 @@ export interface ThreadCpu {
   readonly other: number;
   /**
    * Minor page faults so far (the kernel mapping memory touched for the first time, or again after it was given
-   * back), by the same threads: on some VMs each costs ~10 µs, and a process that grows faults in every new page.
+   * back) of the main thread and of the worker threads together: on some VMs each costs ~10 µs, and a process that
+   * grows faults in every new page.
    */
-  readonly faults: { readonly main: number; readonly workers: number; readonly other: number };
+  readonly faults: { readonly main: number; readonly workers: number };
 }
 
 /** A service to load: where to connect, how to read its metrics, how to stop it. */
@@ -131,7 +132,7 @@ export function readThreads(pid: number): ThreadCpu | undefined {
     let main = 0;
     let other = 0;
     const workers = new Map<number, number>();
-    const faults = { main: 0, workers: 0, other: 0 };
+    const faults = { main: 0, workers: 0 };
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       let name: string;
       let stat: string;
@@ -150,10 +151,7 @@ export function readThreads(pid: number): ThreadCpu | undefined {
       } else if (name === 'WorkerThread') {
         workers.set(Number(tid), cpu);
         faults.workers += minflt;
-      } else {
-        other += cpu;
-        faults.other += minflt;
-      }
+      } else other += cpu;
     }
     return { main, workers, other, faults };
   } catch {
