@@ -14,6 +14,15 @@
 // what is live, a major collection followed about every second, its marking on the helper threads ~10 % of the
 // service's CPU. V8 reads that flag once per isolate, when the isolate is created, so it is cleared here, before
 // any worker starts: the workers' heaps (most of the memory of a million agents) keep V8's own limits.
+//
+// Allocation-site pretenuring is off (`--no-allocation-site-pretenuring`). V8 watches each array and object literal
+// of optimized code; when most of one site's objects outlive a scavenge, it allocates that site's objects in the old
+// generation from then on. In fixed mode a snapshot's rows are read into spare observations about half a period
+// before the tick swaps them in, and are then the observations for a period: the `[x, y]` pairs a worker reads
+// (host.ts, checkedRowWriter) mostly survive a scavenge, their site was pretenured, and every pair was then allocated
+// in the old generation to die there a period or two later: the read of a row with a pair cost ~4× as much, and
+// the old generation filled with dead pairs, marked by the helper threads. Off, the workers used ~15 % less CPU at
+// 100,000 agents in fixed mode, lockstep and a game's first spawns as before (docs/capacity.md, "Round thirty").
 
 import { setFlagsFromString } from 'node:v8';
 
@@ -23,4 +32,5 @@ const V8_MAJOR = Number(process.versions.v8.split('.')[0]);
 export function tuneHeap(): void {
   if (V8_MAJOR >= 14) setFlagsFromString('--external-memory-accounted-in-global-limit');
   setFlagsFromString('--initial-old-space-size=0');
+  setFlagsFromString('--no-allocation-site-pretenuring');
 }
