@@ -8,6 +8,8 @@ import {
   PROTOCOL_VERSION,
   decode,
   encode,
+  encodeRows,
+  joinMap,
   parseServerMessage,
   type ActionDecision,
   type ActionResult,
@@ -346,7 +348,7 @@ export class CanopyClient extends Emitter<ClientEvents> {
       const entry: Pending = { id, kind, resolve: resolve as (value: never) => void, reject, timer, tick, sentAt: performance.now() };
       this.pending.set(id, entry);
       if (kind === 'decisions') this.lockstepQueue.push(entry);
-      if (waitForResume) this.unacked.push({ bytes: encode(build(id)), tick });
+      if (waitForResume) this.unacked.push({ bytes: encodeMessage(build(id)), tick });
       else this.send(build(id));
     });
   }
@@ -367,7 +369,7 @@ export class CanopyClient extends Emitter<ClientEvents> {
   private send(msg: object): boolean {
     const socket = this.socket;
     if (socket === undefined || socket.readyState !== WebSocket.OPEN) return false;
-    const bytes = encode(msg);
+    const bytes = encodeMessage(msg);
     socket.send(bytes);
     const t = (msg as { t?: string }).t;
     if (this.current.mode === 'lockstep' && (t === 'snapshot' || t === 'bb' || t === 'result')) {
@@ -681,16 +683,50 @@ function decisionsOf(m: DecisionsMessage): Decisions {
   };
 }
 
+/**
+ * A snapshot message: its fields, and its rows kept apart until it is encoded (encode), where they are written by the
+ * protocol's row encoder (encodeRows) after the rest, as the last entry of the map: the same bytes as the codec
+ * writes for the whole message, at a fraction of the codec's cost per row.
+ */
+class SnapshotFrame {
+  readonly t = 'snapshot';
+  readonly head: Record<string, unknown>;
+  /** `snapshot.agents` as given (a RowWriter's rows): rows, their map form, or packed rows. */
+  readonly agents: unknown;
+
+  constructor(head: Record<string, unknown>, agents: unknown) {
+    this.head = head;
+    this.agents = agents;
+  }
+
+  get tick(): number {
+    return this.head.tick as number;
+  }
+
+  encode(): Buffer {
+    // The rows last: the service's workers then read them where they are, without the main thread reading each row
+    // (docs/capacity.md, "rows the main thread never reads"); any order is valid on the wire.
+    if (this.agents === undefined) return encode(this.head);
+    if (!Array.isArray(this.agents)) return encode({ ...this.head, agents: this.agents });
+    return joinMap(this.head, 1, [AGENTS_KEY, encodeRows(this.agents)]);
+  }
+}
+
+/** A message's bytes: a snapshot's as SnapshotFrame writes them, any other's by the codec. */
+function encodeMessage(msg: object): Buffer {
+  return msg instanceof SnapshotFrame ? msg.encode() : encode(msg);
+}
+
+/** The key `agents`, encoded. */
+const AGENTS_KEY = Buffer.from(encode('agents'));
+
 /** The wire form of a snapshot: only the fields that are set. */
-function snapshotMessage(s: SnapshotInput, id: number | undefined): Record<string, unknown> {
+function snapshotMessage(s: SnapshotInput, id: number | undefined): SnapshotFrame {
   const msg: Record<string, unknown> = { t: 'snapshot', tick: s.tick };
   if (id !== undefined) msg.id = id;
   if (s.time !== undefined) msg.time = s.time;
   if (s.world !== undefined) msg.world = s.world;
   if (s.results !== undefined && s.results.length > 0) msg.results = s.results;
   if (s.full !== undefined) msg.full = s.full;
-  // The rows last: the service's workers then read them where they are, without the main thread reading each row
-  // (docs/capacity.md, "rows the main thread never reads"); any order is valid on the wire.
-  if (s.agents !== undefined) msg.agents = s.agents instanceof RowWriter ? s.agents.rows() : s.agents;
-  return msg;
+  return new SnapshotFrame(msg, s.agents === undefined ? undefined : s.agents instanceof RowWriter ? s.agents.rows() : s.agents);
 }

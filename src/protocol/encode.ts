@@ -386,6 +386,91 @@ export function writeActionTuple(target: Uint8Array, at: number, limit: number, 
   return p < 0 ? -1 : writeValue(target, p, limit, args, 0);
 }
 
+/** The output of encodeRows, kept and grown: a game server's snapshot rows are about the same size tick after tick. */
+let rowsOut: Uint8Array = new Uint8Array(64 * 1024);
+
+/**
+ * A list of rows (a snapshot's `agents`: positional rows or maps) as encode(rows) writes it, byte for byte: each row
+ * written by writeValue where it can (numbers, strings of fewer than 64 UTF-16 units, booleans, nil, and arrays and
+ * plain objects of fewer than 16 entries, as writeActionTuple writes args), any other row by the codec and copied in.
+ * A client's snapshots are mostly their rows, and msgpackr's general path was most of a game server's cost of
+ * sending them (docs/capacity.md, "Round thirty"). A view of a buffer the next call overwrites.
+ */
+export function encodeRows(rows: readonly unknown[]): Uint8Array {
+  const n = rows.length;
+  let out = rowsOut;
+  let at = writeArrayHeader(out, n);
+  for (let i = 0; i < n; i++) {
+    // Room for any row writeValue writes is not known ahead: grown while rows fit, the codec for one that does not.
+    if (out.length - at < 4096) out = rowsOut = grown(out, at, out.length * 2);
+    const row = rows[i];
+    let end = Array.isArray(row) ? writeRow(out, at, row) : writeValue(out, at, out.length, row, 0);
+    if (end < 0) {
+      const bytes = encode(row);
+      if (out.length - at < bytes.length) out = rowsOut = grown(out, at, 2 * (at + bytes.length));
+      out.set(bytes, at);
+      end = at + bytes.length;
+    }
+    at = end;
+  }
+  return out.subarray(0, at);
+}
+
+/**
+ * One row at `at` as writeValue writes it, its numbers, booleans and nils written in this loop (most of a row's
+ * values; a call to writeValue for each cost as much as the codec), anything else by writeValue; where it ends, or -1.
+ */
+function writeRow(out: Uint8Array, at: number, row: readonly unknown[]): number {
+  const n = row.length;
+  // Room for n values of 9 bytes at most each (those written here) and the header; writeValue checks its own.
+  if (n >= 16 || out.length - at < 1 + n * 9) return writeValue(out, at, out.length, row, 0);
+  out[at] = 0x90 | n;
+  let p = at + 1;
+  for (let k = 0; k < n && p >= 0; k++) {
+    const v = row[k];
+    if (typeof v === 'number') {
+      const end = writeInt(out, p, v);
+      p = end >= 0 ? end : writeFloat(out, p, v);
+    } else if (v === null || v === undefined) {
+      out[p++] = 0xc0;
+    } else if (v === true) {
+      out[p++] = 0xc3;
+    } else if (v === false) {
+      out[p++] = 0xc2;
+    } else {
+      p = writeValue(out, p, out.length, v, 1);
+    }
+  }
+  return p;
+}
+
+/** `out`'s first `used` bytes in a new buffer of `size` bytes. */
+function grown(out: Uint8Array, used: number, size: number): Uint8Array {
+  const bigger = new Uint8Array(size);
+  bigger.set(out.subarray(0, used));
+  return bigger;
+}
+
+/** A MessagePack array header for `n` items at the start of `target` (as arrayHeader); where it ends. */
+function writeArrayHeader(target: Uint8Array, n: number): number {
+  if (n < 16) {
+    target[0] = 0x90 | n;
+    return 1;
+  }
+  if (n < 0x10000) {
+    target[0] = 0xdc;
+    target[1] = n >> 8;
+    target[2] = n & 0xff;
+    return 3;
+  }
+  target[0] = 0xdd;
+  target[1] = n >>> 24;
+  target[2] = (n >> 16) & 0xff;
+  target[3] = (n >> 8) & 0xff;
+  target[4] = n & 0xff;
+  return 5;
+}
+
 /** Nesting writeActionTuple writes itself; deeper args go through the codec. */
 const MAX_INLINE_DEPTH = 4;
 

@@ -31,6 +31,8 @@ export {
   encodeDoneTuple,
   SMALL_TUPLE_BYTES,
   writeActionTuple,
+  encodeRows,
+  joinMap,
   writeCancelTuple,
   writeDoneTuple,
   hasContent,

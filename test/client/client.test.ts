@@ -3,7 +3,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CanopyClient, CanopyError, type ConnectOptions } from '../../src/client/index.js';
-import { encodeDecisions, encodeError, encodeSpawned, encodeWelcome } from '../../src/protocol/index.js';
+import { encode, encodeDecisions, encodeError, encodeSpawned, encodeWelcome } from '../../src/protocol/index.js';
 import { FakeServer, goodbye } from './fake-server.js';
 
 let server: FakeServer;
@@ -250,6 +250,24 @@ describe('rows', () => {
       [[1, 0.5, 2, 10], ['orc', 7, 7, 7]],
       [[1, 0.5, 2, 9]],
     ]);
+  });
+
+  it('sends a snapshot frame byte for byte as the codec writes the message', async () => {
+    const client = await connect({ fields: ['hp', 'pos', 'name'] });
+    const raw: Buffer[] = [];
+    server.last.socket.on('message', (data: Buffer) => raw.push(data));
+    const rows = client.rows();
+    rows.begin();
+    for (let i = 0; i < 40; i++) {
+      const r = rows.row(i % 2 === 0 ? i * 1_000_003 : `orc-${i}`);
+      r[1] = i % 3 === 0 ? 150 : i + 0.5;
+      r[2] = i % 4 === 0 ? null : [i * 1.5, -i];
+      r[3] = i % 5 === 0 ? 'ü'.repeat(70) : { rank: i };
+    }
+    const message = { tick: 3, time: 0.15, world: { night: true }, results: [[1, 2, 'success'] as [number, number, 'success']] };
+    client.snapshot({ ...message, agents: rows });
+    await server.until(() => raw.length === 1);
+    expect(raw[0]!.equals(encode({ t: 'snapshot', ...message, agents: rows.rows() }))).toBe(true);
   });
 
   it('needs declared fields', async () => {
