@@ -8,6 +8,7 @@ import {
   PROTOCOL_VERSION,
   decode,
   encode,
+  carve,
   encodeRows,
   joinMap,
   parseServerMessage,
@@ -29,6 +30,7 @@ import {
 } from '../protocol/index.js';
 import { DEFAULT_RECONNECT, backoffDelay, type ReconnectOptions } from './backoff.js';
 import { Emitter } from './emitter.js';
+import { FrameBuffers, MIN_POOLED_BYTES } from './frame-buffers.js';
 import { CanopyError } from './errors.js';
 import { RowWriter } from './rows.js';
 
@@ -169,6 +171,8 @@ export class CanopyClient extends Emitter<ClientEvents> {
    * instance, or handed over, sees every input exactly once.
    */
   private unacked: Array<{ readonly bytes: Uint8Array; readonly tick: number | undefined }> = [];
+  /** The memory of large snapshot frames, used again once written out and (lockstep) answered. */
+  private readonly frames = new FrameBuffers();
   /** Between an unexpected close and the next welcome (or giving up). */
   private reconnecting = false;
 
@@ -348,7 +352,7 @@ export class CanopyClient extends Emitter<ClientEvents> {
       const entry: Pending = { id, kind, resolve: resolve as (value: never) => void, reject, timer, tick, sentAt: performance.now() };
       this.pending.set(id, entry);
       if (kind === 'decisions') this.lockstepQueue.push(entry);
-      if (waitForResume) this.unacked.push({ bytes: encodeMessage(build(id)), tick });
+      if (waitForResume) this.keep(this.encodeMessage(build(id)), tick);
       else this.send(build(id));
     });
   }
@@ -369,13 +373,39 @@ export class CanopyClient extends Emitter<ClientEvents> {
   private send(msg: object): boolean {
     const socket = this.socket;
     if (socket === undefined || socket.readyState !== WebSocket.OPEN) return false;
-    const bytes = encodeMessage(msg);
-    socket.send(bytes);
+    const bytes = this.encodeMessage(msg);
+    this.write(socket, bytes);
     const t = (msg as { t?: string }).t;
     if (this.current.mode === 'lockstep' && (t === 'snapshot' || t === 'bb' || t === 'result')) {
-      this.unacked.push({ bytes, tick: t === 'snapshot' ? (msg as { tick: number }).tick : undefined });
+      this.keep(bytes, t === 'snapshot' ? (msg as { tick: number }).tick : undefined);
     }
     return true;
+  }
+
+  /** A message's bytes: a snapshot's as SnapshotFrame writes them (a large one in pooled memory), any other's by the codec. */
+  private encodeMessage(msg: object): Buffer {
+    return msg instanceof SnapshotFrame ? msg.encode(this.frames.take) : encode(msg);
+  }
+
+  /** Sends a frame; a pooled one is held until ws has written it out. */
+  private write(socket: WebSocket, bytes: Uint8Array): void {
+    if (!this.frames.held(bytes)) {
+      socket.send(bytes);
+      return;
+    }
+    this.frames.hold(bytes);
+    socket.send(bytes, () => this.frames.release(bytes));
+  }
+
+  /** Lockstep: keeps a frame sent (or to send) for a resume, until its tick is answered (letGo). */
+  private keep(bytes: Uint8Array, tick: number | undefined): void {
+    this.frames.hold(bytes);
+    this.unacked.push({ bytes, tick });
+  }
+
+  /** Frames no longer kept for a resume. */
+  private letGo(frames: ReadonlyArray<{ readonly bytes: Uint8Array }>): void {
+    for (const f of frames) this.frames.release(f.bytes);
   }
 
   /**
@@ -389,8 +419,9 @@ export class CanopyClient extends Emitter<ClientEvents> {
     if (ranUpTo !== undefined) for (let i = 0; i < frames.length; i++) if (frames[i]!.tick !== undefined && frames[i]!.tick! <= ranUpTo) applied = i;
     const awaited = new Set(this.lockstepQueue.map((p) => p.tick));
     const again = frames.filter((f, i) => i > applied || (f.tick !== undefined && awaited.has(f.tick)));
+    this.letGo(frames.filter((f) => !again.includes(f)));
     this.unacked = again;
-    for (const f of again) socket.send(f.bytes);
+    for (const f of again) this.write(socket, f.bytes);
   }
 
   private attach(socket: WebSocket): void {
@@ -467,7 +498,10 @@ export class CanopyClient extends Emitter<ClientEvents> {
     if (this.unacked.length > 0) {
       let last = -1;
       for (let i = 0; i < this.unacked.length; i++) if (this.unacked[i]!.tick === decisions.tick) last = i;
-      if (last >= 0) this.unacked = this.unacked.slice(last + 1);
+      if (last >= 0) {
+        this.letGo(this.unacked.slice(0, last + 1));
+        this.unacked = this.unacked.slice(last + 1);
+      }
     }
     // Lockstep replies come in snapshot order, so the match is almost always the first entry.
     for (const entry of this.lockstepQueue) {
@@ -509,7 +543,10 @@ export class CanopyClient extends Emitter<ClientEvents> {
       if (keepLockstep && entry.kind === 'decisions') continue;
       this.settle(id)?.reject(new CanopyError(ClientErrorCode.E_CLOSED, message, { re: id }));
     }
-    if (!keepLockstep) this.unacked = [];
+    if (!keepLockstep) {
+      this.letGo(this.unacked);
+      this.unacked = [];
+    }
   }
 
   private scheduleReconnect(attempt: number, code: number, reason: string, resume: string | undefined, floorMs = 0): void {
@@ -703,18 +740,15 @@ class SnapshotFrame {
     return this.head.tick as number;
   }
 
-  encode(): Buffer {
+  /** The frame; one of MIN_POOLED_BYTES or more in memory from `take`. */
+  encode(take: (size: number) => Buffer): Buffer {
     // The rows last: the service's workers then read them where they are, without the main thread reading each row
     // (docs/capacity.md, "rows the main thread never reads"); any order is valid on the wire.
     if (this.agents === undefined) return encode(this.head);
     if (!Array.isArray(this.agents)) return encode({ ...this.head, agents: this.agents });
-    return joinMap(this.head, 1, [AGENTS_KEY, encodeRows(this.agents)]);
+    const rows = encodeRows(this.agents);
+    return joinMap(this.head, 1, [AGENTS_KEY, rows], rows.length >= MIN_POOLED_BYTES ? take : carve);
   }
-}
-
-/** A message's bytes: a snapshot's as SnapshotFrame writes them, any other's by the codec. */
-function encodeMessage(msg: object): Buffer {
-  return msg instanceof SnapshotFrame ? msg.encode() : encode(msg);
 }
 
 /** The key `agents`, encoded. */

@@ -196,13 +196,14 @@ export function arrayHeader(n: number): Buffer {
 /**
  * The MessagePack map `{ ...head, ...more }` where `more` is `extra` entries already encoded (keys and values back
  * to back in `pieces`): head encoded, the rest copied after it, the head's fixmap header widened to every entry
- * (at most 15 in all). Frames of spliced lists are built so: encodeDecisions, HeldDecisions.
+ * (at most 15 in all), in `size` bytes from `alloc` (by default carved from a shared slab). Frames of spliced lists
+ * are built so: encodeDecisions, HeldDecisions, the SDK's snapshots.
  */
-export function joinMap(head: Record<string, unknown>, extra: number, pieces: readonly Uint8Array[]): Buffer {
+export function joinMap(head: Record<string, unknown>, extra: number, pieces: readonly Uint8Array[], alloc: (size: number) => Buffer = carve): Buffer {
   const start = smallMap(head) ?? encode(head);
   let size = start.length;
   for (const p of pieces) size += p.length;
-  const out = carve(size);
+  const out = alloc(size);
   out.set(start, 0);
   let at = start.length;
   for (const p of pieces) {

@@ -270,6 +270,25 @@ describe('rows', () => {
     expect(raw[0]!.equals(encode({ t: 'snapshot', ...message, agents: rows.rows() }))).toBe(true);
   });
 
+  it('sends large snapshots back to back intact, their memory used again (frames from 64 KB on)', async () => {
+    const client = await connect({ fields: ['hp', 'pos'] });
+    const rows = client.rows();
+    const sent: unknown[][] = [];
+    // Larger and smaller frames in turn: a frame written into memory a larger one had must end where it ends.
+    for (const [tick, count] of [[1, 9000], [2, 6000], [3, 9500], [4, 5000], [5, 9000]] as const) {
+      rows.begin();
+      for (let i = 0; i < count; i++) {
+        const r = rows.row(i);
+        r[1] = tick * 1000 + (i % 100);
+        r[2] = [i + tick / 10, -i - tick / 10];
+      }
+      sent.push(structuredClone(rows.rows()) as unknown[]);
+      client.snapshot({ tick, agents: rows });
+    }
+    await server.until(() => server.last.received.length === 5);
+    expect(server.last.received.map((m) => (m.t === 'snapshot' ? m.agents : undefined))).toEqual(sent);
+  });
+
   it('needs declared fields', async () => {
     const client = await connect();
     expect(() => client.rows()).toThrow(RangeError);
@@ -328,6 +347,31 @@ describe('reconnect', () => {
       expect((await tick3).tick).toBe(3);
     });
   }
+
+  it('lockstep: a large snapshot kept for the resume is sent again intact after large ones were encoded meanwhile', async () => {
+    const client = await connect({ mode: 'lockstep', fields: ['hp'] });
+    const rows = client.rows();
+    const snapshot = (tick: number): { tick: number; time: number; agents: typeof rows } => {
+      rows.begin();
+      for (let i = 0; i < 12_000; i++) rows.row(i)[1] = tick * 100_000 + i;
+      return { tick, time: tick / 10, agents: rows };
+    };
+    expect((await client.lockstep(snapshot(1))).tick).toBe(1);
+    server.onMessage = (msg) => msg.t === 'snapshot'; // tick 2 goes unanswered: its frame is kept, written out
+    const tick2 = client.lockstep(snapshot(2));
+    await server.until(() => server.last.received.length === 2);
+    const disconnect = client.next('disconnect');
+    server.resumeTick = 1;
+    server.dropAll();
+    await disconnect;
+    // Asked for while disconnected: encoded now, into memory other than tick 2's, which the resend still needs.
+    const tick3 = client.lockstep(snapshot(3));
+    server.onMessage = undefined;
+    expect((await tick2).tick).toBe(2);
+    expect((await tick3).tick).toBe(3);
+    const resent = server.last.received.map((m) => (m.t === 'snapshot' ? [m.tick, (m.agents as unknown as number[][])[11_999]] : undefined));
+    expect(resent).toEqual([[2, [11_999, 211_999]], [3, [11_999, 311_999]]]);
+  });
 
   it('lockstep: a tick asked for while the socket is closing (close frame in, TCP not yet closed) waits for the resume', async () => {
     const client = await connect({ mode: 'lockstep', fields: ['x'] });

@@ -2,6 +2,7 @@
 
 import { describe, expect, it, vi } from 'vitest';
 import { DEFAULT_RECONNECT, Emitter, RowWriter, backoffDelay } from '../../src/client/index.js';
+import { FrameBuffers } from '../../src/client/frame-buffers.js';
 
 describe('backoffDelay', () => {
   const options = { minDelayMs: 100, maxDelayMs: 1000 };
@@ -116,5 +117,24 @@ describe('RowWriter', () => {
     expect(['x', 'y', 'hp'].map((f) => rows.column(f))).toEqual([1, 2, 3]);
     expect(rows.width).toBe(4);
     expect(() => rows.column('mana')).toThrow('unknown observation field "mana"');
+  });
+});
+
+describe('FrameBuffers', () => {
+  it('gives a frame’s memory to a new frame only once every holder has let go', () => {
+    const frames = new FrameBuffers();
+    const first = frames.take(100_000);
+    expect(first.length).toBe(100_000);
+    frames.hold(first); // the socket
+    frames.hold(first); // the resend list
+    frames.release(first);
+    const second = frames.take(90_000);
+    expect(second.buffer).not.toBe(first.buffer); // still held
+    frames.release(first);
+    expect(frames.held(first)).toBe(false);
+    const third = frames.take(120_000);
+    expect(third.buffer).toBe(first.buffer); // 100,000 asked, 128 KB given: room for 120,000
+    expect(third.length).toBe(120_000);
+    frames.release(Buffer.alloc(8)); // not from take: nothing happens
   });
 });

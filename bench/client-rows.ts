@@ -1,0 +1,91 @@
+// What a game server pays to encode its snapshots with the SDK: the load generator's world (bench/load/world.ts)
+// writes its rows into a RowWriter, and each snapshot is encoded both ways in alternating rounds of the same run —
+// the codec on the whole message (msgpackr; the SDK before round thirty) and the SDK's own path (the protocol's row
+// encoder, spliced after the rest of the message into pooled memory, given back as once the socket has written it
+// out: what CanopyClient.snapshot does). Both give the same bytes; the run checks that too. CPU time per row, median
+// over the rounds.
+//
+//   npm run build && node dist/bench/client-rows.js [--agents 25000] [--rounds 60]
+
+import { RowWriter } from '../src/client/index.js';
+import { FrameBuffers } from '../src/client/frame-buffers.js';
+import { encode, encodeRows, joinMap } from '../src/protocol/index.js';
+import { benchArgs } from './lib/args.js';
+import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
+import { FIELDS, GameWorld } from './load/world.js';
+
+const { values } = benchArgs(import.meta.url, {
+  options: {
+    agents: { type: 'string', default: '25000' },
+    rounds: { type: 'string', default: '60' },
+  },
+});
+const N = Number(values.agents);
+const ROUNDS = Number(values.rounds);
+if (!Number.isInteger(N) || N < 1 || !Number.isInteger(ROUNDS) || ROUNDS < 2) {
+  console.error('client-rows: --agents must be a positive integer and --rounds at least 2');
+  process.exit(2);
+}
+
+const AGENTS_KEY = Buffer.from(encode('agents'));
+const world = new GameWorld(N, 7);
+const rows = new RowWriter(FIELDS);
+
+/** A snapshot of the world's next tick: its head (as the SDK builds it) and its rows. */
+function nextSnapshot(tick: number): Record<string, unknown> {
+  world.step(0.05);
+  world.writeRows(rows);
+  const head: Record<string, unknown> = { t: 'snapshot', tick, time: world.time };
+  const results = world.results();
+  if (results.length > 0) head.results = results;
+  return head;
+}
+
+const frames = new FrameBuffers();
+const ways = {
+  codec: (head: Record<string, unknown>): Buffer => encode({ ...head, agents: rows.rows() }),
+  sdk: (head: Record<string, unknown>): Buffer => joinMap(head, 1, [AGENTS_KEY, encodeRows(rows.rows())], frames.take),
+};
+type Way = keyof typeof ways;
+
+const cpuNs: Record<Way, number[]> = { codec: [], sdk: [] };
+let bytes = 0;
+let tick = 0;
+// The first rounds compile the code (JIT): not counted. Each round encodes 10 snapshots one way, then the next 10 the other.
+for (let round = -6; round < ROUNDS; round++) {
+  for (const way of (round % 2 === 0 ? ['codec', 'sdk'] : ['sdk', 'codec']) as Way[]) {
+    let spent = 0;
+    for (let k = 0; k < 10; k++) {
+      const head = nextSnapshot(++tick);
+      const before = process.cpuUsage();
+      const frame = ways[way](head);
+      const used = process.cpuUsage(before);
+      spent += (used.user + used.system) * 1000;
+      bytes += frame.length;
+      if (k === 0 && round === -6 && !frame.equals(encode({ ...head, agents: rows.rows() }))) throw new Error('client-rows: the two ways wrote different bytes');
+      // Written out: the socket lets go of the frame.
+      frames.hold(frame);
+      frames.release(frame);
+    }
+    if (round >= 0) cpuNs[way].push(spent / 10 / N);
+  }
+}
+
+function median(list: number[]): number {
+  const sorted = list.toSorted((a, b) => a - b);
+  return sorted[sorted.length >> 1]!;
+}
+
+console.log('Canopy SDK: encoding snapshots');
+console.log(formatMachine(machineInfo()));
+console.log(`${N} rows a snapshot (fields ${FIELDS.join(', ')}), ${Math.round(bytes / tick)} bytes; ${ROUNDS} rounds of 10 snapshots each way, alternating\n`);
+const codec = median(cpuNs.codec);
+const sdk = median(cpuNs.sdk);
+console.log(
+  formatTable([
+    ['', 'CPU ns per row, median', 'per snapshot ms'],
+    ['codec (msgpackr, the whole message)', codec.toFixed(1), ((codec * N) / 1e6).toFixed(2)],
+    ['SDK (row encoder, splice, pooled memory)', sdk.toFixed(1), ((sdk * N) / 1e6).toFixed(2)],
+    ['SDK ÷ codec', (sdk / codec).toFixed(2), ''],
+  ]),
+);
