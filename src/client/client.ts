@@ -374,11 +374,12 @@ export class CanopyClient extends Emitter<ClientEvents> {
     const socket = this.socket;
     if (socket === undefined || socket.readyState !== WebSocket.OPEN) return false;
     const bytes = this.encodeMessage(msg);
-    this.write(socket, bytes);
     const t = (msg as { t?: string }).t;
+    // Kept before it is written: a pooled frame is never without a holder until the resend list lets it go.
     if (this.current.mode === 'lockstep' && (t === 'snapshot' || t === 'bb' || t === 'result')) {
       this.keep(bytes, t === 'snapshot' ? (msg as { tick: number }).tick : undefined);
     }
+    this.write(socket, bytes);
     return true;
   }
 
