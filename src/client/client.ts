@@ -8,7 +8,6 @@ import {
   PROTOCOL_VERSION,
   decode,
   encode,
-  carve,
   encodeRows,
   joinMap,
   parseServerMessage,
@@ -30,7 +29,7 @@ import {
 } from '../protocol/index.js';
 import { DEFAULT_RECONNECT, backoffDelay, type ReconnectOptions } from './backoff.js';
 import { Emitter } from './emitter.js';
-import { FrameBuffers, MIN_POOLED_BYTES } from './frame-buffers.js';
+import { FrameBuffers } from './frame-buffers.js';
 import { CanopyError } from './errors.js';
 import { RowWriter } from './rows.js';
 
@@ -419,8 +418,11 @@ export class CanopyClient extends Emitter<ClientEvents> {
     let applied = -1;
     if (ranUpTo !== undefined) for (let i = 0; i < frames.length; i++) if (frames[i]!.tick !== undefined && frames[i]!.tick! <= ranUpTo) applied = i;
     const awaited = new Set(this.lockstepQueue.map((p) => p.tick));
-    const again = frames.filter((f, i) => i > applied || (f.tick !== undefined && awaited.has(f.tick)));
-    this.letGo(frames.filter((f) => !again.includes(f)));
+    const again: typeof frames = [];
+    frames.forEach((f, i) => {
+      if (i > applied || (f.tick !== undefined && awaited.has(f.tick))) again.push(f);
+      else this.frames.release(f.bytes);
+    });
     this.unacked = again;
     for (const f of again) this.write(socket, f.bytes);
   }
@@ -499,10 +501,7 @@ export class CanopyClient extends Emitter<ClientEvents> {
     if (this.unacked.length > 0) {
       let last = -1;
       for (let i = 0; i < this.unacked.length; i++) if (this.unacked[i]!.tick === decisions.tick) last = i;
-      if (last >= 0) {
-        this.letGo(this.unacked.slice(0, last + 1));
-        this.unacked = this.unacked.slice(last + 1);
-      }
+      if (last >= 0) this.letGo(this.unacked.splice(0, last + 1));
     }
     // Lockstep replies come in snapshot order, so the match is almost always the first entry.
     for (const entry of this.lockstepQueue) {
@@ -741,14 +740,13 @@ class SnapshotFrame {
     return this.head.tick as number;
   }
 
-  /** The frame; one of MIN_POOLED_BYTES or more in memory from `take`. */
+  /** The frame, its rows spliced into `size` bytes from `take` (FrameBuffers.take: large frames in pooled memory). */
   encode(take: (size: number) => Buffer): Buffer {
     // The rows last: the service's workers then read them where they are, without the main thread reading each row
     // (docs/capacity.md, "rows the main thread never reads"); any order is valid on the wire.
     if (this.agents === undefined) return encode(this.head);
     if (!Array.isArray(this.agents)) return encode({ ...this.head, agents: this.agents });
-    const rows = encodeRows(this.agents);
-    return joinMap(this.head, 1, [AGENTS_KEY, rows], rows.length >= MIN_POOLED_BYTES ? take : carve);
+    return joinMap(this.head, 1, [AGENTS_KEY, encodeRows(this.agents)], take);
   }
 }
 

@@ -3,6 +3,8 @@
 // (a page fault each; ~11 µs on a VM we measured), about as much as encoding the rows costs (docs/capacity.md,
 // "Round thirty").
 
+import { carve } from '../protocol/index.js';
+
 /** Frames from this size on are pooled (smaller ones share the codec's slab). */
 export const MIN_POOLED_BYTES = 64 * 1024;
 
@@ -19,8 +21,12 @@ export class FrameBuffers {
   private readonly free: Buffer[] = [];
   private readonly holds = new WeakMap<Uint8Array, { whole: Buffer; count: number }>();
 
-  /** `size` bytes for a frame (a view of a pooled buffer) with no holder yet; see hold. */
+  /**
+   * `size` bytes for a frame: from MIN_POOLED_BYTES on a view of a pooled buffer with no holder yet (see hold), below
+   * that carved from the codec's shared slab (not pooled: hold and release leave it alone).
+   */
   take = (size: number): Buffer => {
+    if (size < MIN_POOLED_BYTES) return carve(size);
     let whole: Buffer | undefined;
     for (let i = this.free.length - 1; i >= 0; i--) {
       if (this.free[i]!.length >= size) {

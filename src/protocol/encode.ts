@@ -177,19 +177,8 @@ export class EncodedTuples<T> {
 
 /** A MessagePack array header for `n` items, as msgpackr writes it (from Node's shared pool: no ArrayBuffer of its own). */
 export function arrayHeader(n: number): Buffer {
-  if (n < 16) {
-    const b = Buffer.allocUnsafe(1);
-    b[0] = 0x90 | n;
-    return b;
-  }
-  const b = Buffer.allocUnsafe(n < 0x10000 ? 3 : 5);
-  if (n < 0x10000) {
-    b[0] = 0xdc;
-    b.writeUInt16BE(n, 1);
-  } else {
-    b[0] = 0xdd;
-    b.writeUInt32BE(n, 1);
-  }
+  const b = Buffer.allocUnsafe(n < 16 ? 1 : n < 0x10000 ? 3 : 5);
+  writeArrayHeader(b, n);
   return b;
 }
 
@@ -452,7 +441,7 @@ function grown(out: Uint8Array, used: number, size: number): Uint8Array {
   return bigger;
 }
 
-/** A MessagePack array header for `n` items at the start of `target` (as arrayHeader); where it ends. */
+/** A MessagePack array header for `n` items at the start of `target`, as msgpackr writes it; where it ends. */
 function writeArrayHeader(target: Uint8Array, n: number): number {
   if (n < 16) {
     target[0] = 0x90 | n;
