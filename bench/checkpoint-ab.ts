@@ -3,16 +3,19 @@
 // are `guard` agents of this build with the load generator's observations (hp, enemyVisible, enemyDist, enemyPos
 // [x, y]), ticked first so that their numeric slots hold what a game leaves there. On a shared machine a busy moment
 // slows both builds alike; the report gives the medians and the median of the pack-by-pack ratios.
-// Without `--baseline`, this build alone.
+// Without `--baseline`, this build alone. `--forms`: this build's two forms instead (checkpoint.ts, CheckpointForm):
+// A portable (v8.serialize into new memory), B local with each pack's memory given back before the next, as the
+// main thread gives back a replaced checkpoint's. Run it as the service runs (Node 26, MALLOC_MMAP_THRESHOLD_=131072):
+// new memory costs what the kernel takes to fault it in.
 //
-//   npm run build && node dist/bench/checkpoint-ab.js [--baseline /tmp/canopy-base] [--agents 25000] [--packs 80]
+//   npm run build && node dist/bench/checkpoint-ab.js [--baseline /tmp/canopy-base | --forms] [--agents 25000] [--packs 80]
 //   (a baseline: `git worktree add /tmp/canopy-base <rev> && cd /tmp/canopy-base && ln -s $PWD/node_modules . && npm run build`)
 
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Agent, TreeLibrary, type DecisionSink } from '../src/bt/index.js';
-import { packAgents } from '../src/service/pool/checkpoint.js';
+import { giveCheckpointMemory, packAgents } from '../src/service/pool/checkpoint.js';
 import { repoRoot } from './load/service.js';
 import { formatMachine, formatTable, machineInfo, median } from './lib/machine.js';
 import { benchArgs } from './lib/args.js';
@@ -20,6 +23,7 @@ import { benchArgs } from './lib/args.js';
 const { values } = benchArgs(import.meta.url, {
   options: {
     baseline: { type: 'string' },
+    forms: { type: 'boolean', default: false },
     agents: { type: 'string', default: '25000' },
     packs: { type: 'string', default: '80' },
   },
@@ -31,13 +35,23 @@ if (!Number.isInteger(packs) || packs < 10) fail(`--packs: expected an integer â
 
 type Pack = typeof packAgents;
 const builds: Array<{ label: string; pack: Pack; ms: number[]; bytes: number }> = [];
-if (values.baseline !== undefined) {
+if (values.baseline !== undefined && values.forms) fail('--baseline and --forms: one or the other');
+/** The local form, each pack's memory given back before the next one (recovery.ts: a replaced checkpoint's buffer). */
+let lastLocal: Uint8Array | null = null;
+const packLocal: Pack = (agentList, fields, world) => {
+  if (lastLocal !== null) giveCheckpointMemory([lastLocal.buffer as ArrayBuffer]);
+  lastLocal = packAgents(agentList, fields, world, null, Number.NaN, 'local');
+  return lastLocal;
+};
+if (values.forms) {
+  builds.push({ label: 'A (portable)', pack: packAgents, ms: [], bytes: 0 }, { label: 'B (local, memory given back)', pack: packLocal, ms: [], bytes: 0 });
+} else if (values.baseline !== undefined) {
   const file = join(resolve(values.baseline), 'dist', 'src', 'service', 'pool', 'checkpoint.js');
   if (!existsSync(file)) fail(`no ${file}: run npm run build in the baseline first`);
   const base = (await import(pathToFileURL(file).href)) as { packAgents: Pack };
   builds.push({ label: 'A (baseline)', pack: base.packAgents, ms: [], bytes: 0 });
 }
-builds.push({ label: values.baseline === undefined ? 'this build' : 'B (this build)', pack: packAgents, ms: [], bytes: 0 });
+if (!values.forms) builds.push({ label: values.baseline === undefined ? 'this build' : 'B (this build)', pack: packAgents, ms: [], bytes: 0 });
 
 const loaded = await TreeLibrary.loadFolder(join(repoRoot(), 'trees'));
 if (!loaded.ok) fail('the bundled trees do not load');
@@ -65,7 +79,8 @@ const cpuMs = (): number => {
   const u = process.cpuUsage();
   return (u.user + u.system) / 1000;
 };
-console.log(`Checkpoint packing${builds.length > 1 ? ` A/B: A = ${resolve(values.baseline!)}, B = this build` : ''}; ${agents} guard agents, ${packs} packs per build (the first ${Math.floor(packs / 4)} not counted), process CPU time`);
+const versus = values.forms ? ' A/B: the two forms of this build' : values.baseline !== undefined ? ` A/B: A = ${resolve(values.baseline)}, B = this build` : '';
+console.log(`Checkpoint packing${versus}; ${agents} guard agents, ${packs} packs per build (the first ${Math.floor(packs / 4)} not counted), process CPU time`);
 console.log(formatMachine(machineInfo()));
 for (let r = 0; r < packs; r++) {
   for (const b of r % 2 === 0 ? builds : builds.toReversed()) {

@@ -4,7 +4,8 @@
 import { deserialize } from 'node:v8';
 import { describe, expect, it } from 'vitest';
 import { Agent, DecisionBuffer, NodeCatalog, compileTree, type CompiledTree } from '../../src/bt/index.js';
-import { AgentPacking, packAgents, unpackAgents } from '../../src/service/pool/checkpoint.js';
+import { AgentPacking, MIN_REUSED_CHECKPOINT_BYTES, giveCheckpointMemory, packAgents, unpackAgents } from '../../src/service/pool/checkpoint.js';
+import { LodTable } from '../../src/service/pool/lod.js';
 
 const tree = compileTree(
   'mixed',
@@ -196,5 +197,99 @@ describe('packed checkpoints', () => {
     expect(() => unpackAgents(bytes, FIELDS, { get: (name) => (name === 'mixed' ? reloaded : undefined) })).toThrow(
       `tree 'mixed' is version ${reloaded.hash} here, the checkpoint has ${tree.hash}`,
     );
+  });
+
+  describe('the local form (crash recovery in this process)', () => {
+    /** `n` ticked agents with values of every kind, arrays of numbers in observations among them (v3's case). */
+    function many(n: number, offset: number): Array<Agent | null> {
+      const agents: Array<Agent | null> = [];
+      for (let i = 0; i < n; i++) {
+        const a = new Agent(tree, i % 9 === 0 ? `orc-${i + offset}` : i + offset, { seed: i + offset, label: i % 40 === 0 ? `L${i}` : '' });
+        a.self = i % 11 === 0 ? null : i % 13 === 0 ? { other: true } : { x: (i + offset) / 3, tag: i % 2 === 0 ? [i, i + 0.5, -0] : i % 3 === 0 ? 'three' : true };
+        if (i % 17 === 0) a.setBlackboard({ mood: `m${i}`, target: { at: [i, offset] } });
+        agents.push(i % 29 === 5 ? null : a);
+      }
+      const out = new DecisionBuffer();
+      for (let t = 1; t <= 5; t++) for (const a of agents) a?.tick(t * 0.05 + offset, 0.05, out);
+      return agents;
+    }
+
+    function lodOf(agents: ReadonlyArray<Agent | null>): LodTable {
+      const lod = new LodTable();
+      agents.forEach((a, slot) => {
+        if (a !== null) lod.moved(slot, 1 + (slot % 4), slot % 3, slot % 5 === 0 ? Number.NaN : slot * 0.05);
+      });
+      return lod;
+    }
+
+    it('gives back every agent, the world, level of detail and tree time exactly as the portable form does', () => {
+      const agents = many(300, 0);
+      const world = { weather: 'rain', at: [3, 4] };
+      const lod = lodOf(agents);
+      const local = packAgents(agents, FIELDS, world, lod, 1.25, 'local');
+      expect(Array.from(local.subarray(0, 4))).toEqual([...Buffer.from('CHK4')]);
+      const a = unpackAgents(local, FIELDS, trees);
+      const b = unpackAgents(packAgents(agents, FIELDS, world, lod, 1.25), FIELDS, trees);
+      expect(a.world).toEqual(world);
+      expect(a.previous).toBe(1.25);
+      expect(a.agents.map(([slot]) => slot)).toEqual(b.agents.map(([slot]) => slot));
+      for (const [slot, agent] of a.agents) {
+        expect(agent.exportState()).toEqual(agents[slot]!.exportState());
+        expect(a.lod!.stateOf(slot)).toEqual(lod.stateOf(slot));
+      }
+      // Without level of detail or a previous tick, as the portable form: none.
+      const plain = unpackAgents(packAgents(agents, FIELDS, null, null, Number.NaN, 'local'), FIELDS, trees);
+      expect([plain.lod, plain.previous, plain.world]).toEqual([null, Number.NaN, null]);
+    });
+
+    it('reads local bytes that do not start on a multiple of 8 (a copy elsewhere)', () => {
+      const agents = many(40, 3);
+      const local = packAgents(agents, FIELDS, { w: 1 }, null, Number.NaN, 'local');
+      const shifted = new Uint8Array(local.length + 3).subarray(3);
+      shifted.set(local);
+      const back = unpackAgents(shifted, FIELDS, trees);
+      for (const [slot, agent] of back.agents) expect(agent.exportState()).toEqual(agents[slot]!.exportState());
+    });
+
+    it('packs into memory given back (a replaced checkpoint), and its bytes are those of a pack into new memory', () => {
+      const first = many(1500, 0);
+      const old = packAgents(first, FIELDS, { big: true }, null, Number.NaN, 'local');
+      expect(old.length).toBeGreaterThanOrEqual(MIN_REUSED_CHECKPOINT_BYTES);
+      const memory = old.buffer as ArrayBuffer;
+      // Other agents, of about the same size: the pack goes into that buffer, over what it held.
+      const second = many(1450, 7);
+      giveCheckpointMemory([memory]);
+      const packing = new AgentPacking(second, FIELDS);
+      packing.step(Infinity);
+      const bytes = packing.finish(null, null, Number.NaN, 'local');
+      expect(packing.reused).toBe(true);
+      expect(bytes.buffer).toBe(memory);
+      // The memory is taken: the same pack again goes into new memory, with the same bytes.
+      const fresh = new AgentPacking(second, FIELDS);
+      fresh.step(Infinity);
+      const again = fresh.finish(null, null, Number.NaN, 'local');
+      expect(fresh.reused).toBe(false);
+      expect(again.buffer).not.toBe(memory);
+      expect(Buffer.from(bytes).equals(Buffer.from(again))).toBe(true);
+      const back = unpackAgents(bytes, FIELDS, trees);
+      expect(back.agents.length).toBe(second.filter((a) => a !== null).length);
+      for (const [slot, agent] of back.agents) expect(agent.exportState()).toEqual(second[slot]!.exportState());
+    });
+
+    it('keeps small packs out of the given-back memory, and the portable form never uses it', () => {
+      const memory = packAgents(many(1500, 0), FIELDS, null, null, Number.NaN, 'local').buffer as ArrayBuffer;
+      giveCheckpointMemory([memory]);
+      const small = packAgents(many(20, 1), FIELDS, null, null, Number.NaN, 'local');
+      expect(small.buffer).not.toBe(memory);
+      expect(small.length).toBe(small.buffer.byteLength); // new memory of its own size
+      const portable = packAgents(many(1450, 2), FIELDS, null);
+      expect(portable.buffer).not.toBe(memory);
+      expect(portable[0]).toBe(0xff); // v8's serialization
+      // Still there for the next large local pack.
+      const packing = new AgentPacking(many(1450, 2), FIELDS);
+      packing.step(Infinity);
+      expect(packing.finish(null, null, Number.NaN, 'local').buffer).toBe(memory);
+      expect(packing.reused).toBe(true);
+    });
   });
 });

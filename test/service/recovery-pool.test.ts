@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { crashWorkerForTests, createAgentPool, type AgentPool, type Decisions, type WorkerPool } from '../../src/service/pool/index.js';
 import { SLICED_PACK } from '../../src/service/pool/slicer.js';
+import { MIN_REUSED_CHECKPOINT_BYTES } from '../../src/service/pool/checkpoint.js';
 import type { AgentId } from '../../src/bt/index.js';
 import { writeFixture } from './harness.js';
 
@@ -102,7 +103,12 @@ describe('crash recovery (worker pool)', () => {
       await pool.ready();
       const crashed = await run(pool, { 6: 1, 11: 0, 16: 1 }, agents);
       expect(crashed).toEqual(reference);
-      expect((pool as WorkerPool).recoveryStats().checkpoints).toBeGreaterThan(4);
+      const stats = (pool as WorkerPool).recoveryStats();
+      expect(stats.checkpoints).toBeGreaterThan(4);
+      // Checkpoints of this size go back to their worker once replaced and are packed into again: the restores
+      // above read such packs, and gave the inline pool's decisions.
+      expect(stats.checkpointBytes / 2).toBeGreaterThanOrEqual(MIN_REUSED_CHECKPOINT_BYTES);
+      expect(stats.reusedPacks).toBeGreaterThan(0);
     } finally {
       await pool.close();
     }

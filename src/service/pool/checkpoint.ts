@@ -1,10 +1,13 @@
 // Packed checkpoints of a session's agents on one host (crash recovery, recovery.ts): every agent's state in a few
 // typed arrays and flat value lists, serialized once by the host into bytes the main thread keeps without reading.
+// Two forms of the same arrays (CheckpointForm): v8-serialized for other instances (durable sessions), or raw
+// sections in memory the worker reuses for its own process's crash recovery.
 
 import { serialize, deserialize } from 'node:v8';
 import { performance } from 'node:perf_hooks';
 import { Agent, type AgentId, type AgentState, type CompiledTree } from '../../bt/index.js';
 import { LodTable, type PackedLod } from './lod.js';
+import { FreeBuffers } from './free-buffers.js';
 // Arrays of numbers kept as numbers, as the row batches keep them.
 import { isVector, readVector, writeVector } from './vectors.js';
 // The engine's one code generation site and its template (as host.ts's row writers).
@@ -22,7 +25,7 @@ interface Packed {
    * columns as PackedNumbers; 1: as Float64Arrays. Durable sessions keep checkpoints in Redis (SessionExport), so
    * every version is read; an older version refuses a v3 one (docs/durability.md).
    */
-  v: 1 | 2 | 3;
+  v: 1 | 2 | 3 | 4;
   count: number;
   trees: string[];
   /** Per entry of `trees`: the compiled tree's hash (a hot reload makes a new version under the same name). */
@@ -57,6 +60,17 @@ interface PackedColumn {
   other: unknown[];
   vectors?: Float64Array;
 }
+
+/**
+ * The two forms of a checkpoint's bytes. `portable`: the Packed object v8-serialized (v2, or v3 with observations'
+ * arrays of numbers), which other instances and versions read: durable sessions' exports, kept in Redis. `local`
+ * (v4): the same arrays as raw sections after a small serialized head, written into memory this thread reuses —
+ * buffers of earlier local checkpoints the main thread gives back (giveCheckpointMemory) — for crash recovery in
+ * this process, whose checkpoints never leave it. v8.serialize writes into a new buffer that grows by doubling: at
+ * 20,000 agents, 3.4 MB of fresh memory a pack for the kernel to fault in page by page, which more than doubled a
+ * pack's time on the service's machine (docs/capacity.md, *Round thirty-one*).
+ */
+export type CheckpointForm = 'portable' | 'local';
 
 /**
  * Float64s packed by kind (v2): a zero takes 1 byte, an int32 5, any other number 9 (instead of 8 each). Agents'
@@ -315,10 +329,11 @@ export function packAgents(
   world: unknown,
   lod: LodTable | null = null,
   previous = Number.NaN,
+  form: CheckpointForm = 'portable',
 ): Uint8Array {
   const packing = new AgentPacking(agents, fields);
   packing.step(Infinity);
-  return packing.finish(world, lod, previous);
+  return packing.finish(world, lod, previous, form);
 }
 
 /** Agents packed between two looks at the clock. */
@@ -334,6 +349,8 @@ export class AgentPacking {
   private next = 0;
   /** Agents packed once `finish` gave the bytes (the packer is another pack's then). */
   private packed = -1;
+  /** Once `finish` gave local bytes: true when they were written into memory given back (giveCheckpointMemory). */
+  reused = false;
 
   /**
    * No pass over the agents to size the pack first (a tenth of its time as a loop of its own): the slots bound the
@@ -368,15 +385,25 @@ export class AgentPacking {
     return slot >= agents.length;
   }
 
-  /** The bytes, once `step` said done. */
-  finish(world: unknown, lod: LodTable | null, previous: number): Uint8Array {
+  /** The bytes, once `step` said done, in `form`. */
+  finish(world: unknown, lod: LodTable | null, previous: number, form: CheckpointForm = 'portable'): Uint8Array {
     const packed = this.packer.done(world);
     this.packed = packed.count;
     if (lod !== null) packed.lod = lod.pack(Array.from(packed.slots));
     if (!Number.isNaN(previous)) packed.previous = previous;
-    const bytes = serialize(packed);
-    // The packed arrays are views of the packer's own, copied by serialize: the next pack may write them again.
-    releasePacker(this.packer);
+    let bytes: Uint8Array;
+    try {
+      if (form === 'local') {
+        const local = writeLocal(packed);
+        bytes = local.bytes;
+        this.reused = local.reused;
+      } else {
+        bytes = serialize(packed);
+      }
+    } finally {
+      // The packed arrays are views of the packer's own, copied into the bytes: the next pack may write them again.
+      releasePacker(this.packer);
+    }
     return bytes;
   }
 }
@@ -603,8 +630,8 @@ export function unpackAgents(
   fields: readonly string[] | null,
   trees: { get(name: string): CompiledTree | undefined },
 ): { agents: Array<[number, Agent]>; world: unknown; lod: LodTable | null; previous: number } {
-  const packed = deserialize(bytes) as Packed;
-  if (packed.v !== 1 && packed.v !== 2 && packed.v !== 3) throw new Error(`unsupported checkpoint version ${String(packed.v)}`);
+  const packed = isLocal(bytes) ? readLocal(bytes) : (deserialize(bytes) as Packed);
+  if (packed.v !== 1 && packed.v !== 2 && packed.v !== 3 && packed.v !== 4) throw new Error(`unsupported checkpoint version ${String(packed.v)}`);
   const p = {
     ...packed,
     numbers: unpackNumbers(packed.numbers),
@@ -671,4 +698,187 @@ function hasExactly(obj: unknown, fields: readonly string[]): boolean {
     i++;
   }
   return i === fields.length;
+}
+
+/** A local checkpoint's first four bytes, 'CHK4' (a v8 serialization starts with 0xFF): then the head's length. */
+const LOCAL_MAGIC = [0x43, 0x48, 0x4b, 0x34] as const;
+/** The sections of a local checkpoint, in order: each one's array type (the head lists their byte lengths). */
+const SECTIONS = [
+  // treeOf, slots, status, selfKind
+  Uint16Array, Int32Array, Uint8Array, Uint8Array,
+  // numbers, then scalars: kinds, ints, floats
+  Uint8Array, Int32Array, Float64Array,
+  Uint8Array, Int32Array, Float64Array,
+  // ids, bb, selfValues: tags, then their numbers' kinds, ints and floats, then vectors
+  Uint8Array, Uint8Array, Int32Array, Float64Array, Float64Array,
+  Uint8Array, Uint8Array, Int32Array, Float64Array, Float64Array,
+  Uint8Array, Uint8Array, Int32Array, Float64Array, Float64Array,
+  // lod: every, wait, last (when the session has level of detail)
+  Int32Array, Int32Array, Float64Array,
+] as const;
+/** Sections without level of detail. */
+const BASE_SECTIONS = SECTIONS.length - 3;
+
+/** What a local checkpoint's head holds (v8-serialized): everything of Packed that is not a typed array. */
+interface LocalHead {
+  v: 4;
+  count: number;
+  trees: string[];
+  hashes: string[];
+  labels: Array<[number, string]>;
+  selfOther: unknown[];
+  world: unknown;
+  /** `other` of ids, bb and selfValues. */
+  other: [unknown[], unknown[], unknown[]];
+  /** Byte length of each section, in SECTIONS order (without the last three when there is no level of detail). */
+  lengths: number[];
+  previous?: number;
+}
+
+/** Local checkpoints from this size on are written into reused memory, in sizes rounded up to it; smaller ones take new memory. */
+export const MIN_REUSED_CHECKPOINT_BYTES = 64 * 1024;
+/** Given-back memory a thread keeps at most (the largest sessions' buffers are left to the collector beyond it). */
+const MAX_KEPT_CHECKPOINT_BYTES = 48 * 1024 * 1024;
+/** This thread's given-back memory, by size. */
+const memory = new FreeBuffers<ArrayBuffer>(MAX_KEPT_CHECKPOINT_BYTES);
+
+/**
+ * Buffers of local checkpoints the main thread no longer keeps (a newer one replaced them), for this thread's next
+ * local packs. Buffers smaller than MIN_REUSED_CHECKPOINT_BYTES are left to the collector.
+ */
+export function giveCheckpointMemory(buffers: readonly ArrayBuffer[]): void {
+  // A detached buffer's length is 0.
+  for (const b of buffers) if (b.byteLength >= MIN_REUSED_CHECKPOINT_BYTES) memory.give(b);
+}
+
+function align8(n: number): number {
+  return (n + 7) & ~7;
+}
+
+function bytesOf(a: Uint8Array | Uint16Array | Int32Array | Float64Array): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+}
+
+const NO_VECTORS = new Float64Array(0);
+
+/** Numbers as the packer writes them (only an old checkpoint read back has a Float64Array). */
+function packedNumbers(n: Float64Array | PackedNumbers): PackedNumbers {
+  return n as PackedNumbers;
+}
+
+function localSections(p: Packed): Array<Uint8Array | Uint16Array | Int32Array | Float64Array> {
+  const column = (c: PackedColumn) => {
+    const nums = packedNumbers(c.nums);
+    return [c.tags, nums.kinds, nums.ints, nums.floats, c.vectors ?? NO_VECTORS];
+  };
+  const n = packedNumbers(p.numbers);
+  const sc = packedNumbers(p.scalars);
+  const sections = [p.treeOf, p.slots, p.status, p.selfKind, n.kinds, n.ints, n.floats, sc.kinds, sc.ints, sc.floats, ...column(p.ids), ...column(p.bb), ...column(p.selfValues)];
+  if (p.lod !== undefined) sections.push(p.lod.every, p.lod.wait, p.lod.last);
+  return sections;
+}
+
+/**
+ * `p` as a local checkpoint: 'CHK4', the head's length (uint32, little-endian), the head, then each section from an
+ * offset that is a multiple of 8 (padding zeroed: the same agents give the same bytes, whatever the memory held).
+ * Typed arrays are written in this machine's byte order: local bytes are read by the same process only.
+ */
+function writeLocal(p: Packed): { bytes: Uint8Array; reused: boolean } {
+  const sections = localSections(p);
+  const ids = p.ids;
+  const bb = p.bb;
+  const selfValues = p.selfValues;
+  const head: LocalHead = {
+    v: 4,
+    count: p.count,
+    trees: p.trees,
+    hashes: p.hashes,
+    labels: p.labels,
+    selfOther: p.selfOther,
+    world: p.world,
+    other: [ids.other, bb.other, selfValues.other],
+    lengths: sections.map((a) => a.byteLength),
+  };
+  if (p.previous !== undefined) head.previous = p.previous;
+  const headBytes = serialize(head);
+  let size = align8(8 + headBytes.length);
+  for (const a of sections) size += align8(a.byteLength);
+  let buffer: ArrayBuffer | undefined;
+  let reused = false;
+  if (size >= MIN_REUSED_CHECKPOINT_BYTES) {
+    const rounded = Math.ceil(size / MIN_REUSED_CHECKPOINT_BYTES) * MIN_REUSED_CHECKPOINT_BYTES;
+    buffer = memory.take(rounded);
+    reused = buffer !== undefined;
+    buffer ??= new ArrayBuffer(rounded);
+  } else {
+    buffer = new ArrayBuffer(size);
+  }
+  const out = new Uint8Array(buffer, 0, size);
+  out.set(LOCAL_MAGIC, 0);
+  const length = headBytes.length;
+  out[4] = length & 0xff;
+  out[5] = (length >>> 8) & 0xff;
+  out[6] = (length >>> 16) & 0xff;
+  out[7] = length >>> 24;
+  out.set(headBytes, 8);
+  let at = 8 + length;
+  for (const a of sections) {
+    const start = align8(at);
+    out.fill(0, at, start);
+    out.set(bytesOf(a), start);
+    at = start + a.byteLength;
+  }
+  out.fill(0, at, size);
+  return { bytes: out, reused };
+}
+
+function isLocal(bytes: Uint8Array): boolean {
+  return bytes.length >= 8 && bytes[0] === LOCAL_MAGIC[0] && bytes[1] === LOCAL_MAGIC[1] && bytes[2] === LOCAL_MAGIC[2] && bytes[3] === LOCAL_MAGIC[3];
+}
+
+/** The Packed of local bytes, its arrays views of the bytes (a copy first if the bytes do not start on a multiple of 8). */
+function readLocal(bytes: Uint8Array): Packed {
+  const aligned = bytes.byteOffset % 8 === 0 ? bytes : bytes.slice();
+  const length = (aligned[4]! | (aligned[5]! << 8) | (aligned[6]! << 16) | (aligned[7]! << 24)) >>> 0;
+  const head = deserialize(aligned.subarray(8, 8 + length)) as LocalHead;
+  if (head.lengths.length !== BASE_SECTIONS && head.lengths.length !== SECTIONS.length) throw new Error(`checkpoint v4: ${head.lengths.length} sections`);
+  let at = align8(8 + length);
+  const views = head.lengths.map((n, i) => {
+    const Type = SECTIONS[i]!;
+    if (at + n > aligned.length) throw new Error('checkpoint v4: truncated');
+    const view = new Type(aligned.buffer as ArrayBuffer, aligned.byteOffset + at, n / Type.BYTES_PER_ELEMENT);
+    at = align8(at + n);
+    return view;
+  });
+  const next = (): never => views.shift() as never;
+  const numbers = (): PackedNumbers => ({ kinds: next(), ints: next(), floats: next() });
+  const column = (other: unknown[]): PackedColumn => {
+    const tags: Uint8Array = next();
+    const nums = numbers();
+    const vectors: Float64Array = next();
+    const c: PackedColumn = { length: tags.length, tags, nums, other };
+    if (vectors.length > 0) c.vectors = vectors;
+    return c;
+  };
+  const packed: Packed = {
+    v: 4,
+    count: head.count,
+    trees: head.trees,
+    hashes: head.hashes,
+    treeOf: next(),
+    slots: next(),
+    labels: head.labels,
+    status: next(),
+    selfKind: next(),
+    numbers: numbers(),
+    scalars: numbers(),
+    ids: column(head.other[0]),
+    bb: column(head.other[1]),
+    selfValues: column(head.other[2]),
+    selfOther: head.selfOther,
+    world: head.world,
+  };
+  if (views.length === 3) packed.lod = { every: next(), wait: next(), last: next() };
+  if (head.previous !== undefined) packed.previous = head.previous;
+  return packed;
 }

@@ -7,11 +7,11 @@ import { performance } from 'node:perf_hooks';
 import { Agent, type AgentFrame, type AgentId, type CompiledTree, type DecisionSink } from '../../bt/index.js';
 // The engine's one code generation site and its template (generate is not part of the engine's public API).
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
-import { AgentPacking, unpackAgents } from './checkpoint.js';
+import { AgentPacking, giveCheckpointMemory, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { FrameCursor, IdIndex, checkFrameRows, checkRowValue, readResultsAt, type KnownRowIds, type RowReader } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
-import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type ReadOrder, type ReadReply, type RowBatch, type CheckpointOrder, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
+import { Tag, type FrameBatch, type FromHost, type InspectorOrder, type ReadOrder, type ReadReply, type RowBatch, type CheckpointOrder, type CheckpointReply, type StageOrder, type StageReply, type StagedPart, type TickOrder, type TickReply, type ToHost, type WorldUpdate } from './wire.js';
 import { ColumnSink } from './decisions.js';
 import type { ProgressBoard } from './progress.js';
 import { restartAgent } from './reload.js';
@@ -379,7 +379,7 @@ export class AgentHost {
       case 'tick':
         return this.tick(msg);
       case 'checkpoint':
-        return this.checkpoint(msg.req, msg.session);
+        return this.checkpoint(msg);
       case 'restore':
         this.restore(msg.session, msg.fields, msg.bytes);
         return null;
@@ -425,9 +425,9 @@ export class AgentHost {
     return this.sessions.get(session)?.agents[slot] ?? null;
   }
 
-  /** Crash recovery: the session's agents and world, packed (recovery.ts keeps the bytes on the main thread). */
-  private checkpoint(req: number, session: string): FromHost {
-    return packInParts(req, this.sessions.get(session) ?? new HostSession(null))(Infinity)!;
+  /** The session's agents and world, packed (crash recovery: recovery.ts keeps the bytes on the main thread). */
+  private checkpoint(msg: CheckpointOrder): FromHost {
+    return packInParts(msg, this.sessions.get(msg.session) ?? new HostSession(null))(Infinity)!;
   }
 
   /**
@@ -438,7 +438,7 @@ export class AgentHost {
    */
   checkpointInParts(msg: CheckpointOrder): ((until: number) => FromHost | null) | null {
     const s = this.sessions.get(msg.session);
-    return s === undefined || s.agents.length <= SLICED_PACK ? null : packInParts(msg.req, s);
+    return s === undefined || s.agents.length <= SLICED_PACK ? null : packInParts(msg, s);
   }
 
   /**
@@ -855,7 +855,10 @@ const EMPTY_VIEW = new DataView(EMPTY_FRAME.buffer);
  * A session's checkpoint, packed a part at a time: each call packs until `until` (Infinity: to the end, at once) and
  * gives the reply once done, else null. `ms` counts the parts' own time, `longestMs` the longest part.
  */
-function packInParts(req: number, s: HostSession): (until: number) => FromHost | null {
+function packInParts(msg: CheckpointOrder, s: HostSession): (until: number) => FromHost | null {
+  const { req } = msg;
+  const form = msg.local === true ? 'local' : 'portable';
+  if (msg.spares !== undefined) giveCheckpointMemory(msg.spares);
   settle(s); // the rows read since the last tick are part of the agents' state
   const packing = new AgentPacking(s.agents, s.fields);
   let ms = 0;
@@ -866,15 +869,18 @@ function packInParts(req: number, s: HostSession): (until: number) => FromHost |
     let bytes: Uint8Array | null = null;
     // The serialization (~1.4 ms for 6,250 agents) is a part of its own, unless the parts run to the end at once.
     if (packed) {
-      bytes = packing.finish(s.world, s.lod, s.previous);
+      bytes = packing.finish(s.world, s.lod, s.previous, form);
     } else {
       packed = packing.step(until);
-      if (packed && until === Infinity) bytes = packing.finish(s.world, s.lod, s.previous);
+      if (packed && until === Infinity) bytes = packing.finish(s.world, s.lod, s.previous, form);
     }
     const part = performance.now() - started;
     ms += part;
     longestMs = Math.max(longestMs, part);
-    return bytes === null ? null : { t: 'checkpointed', req, agents: packing.count, bytes, ms, longestMs };
+    if (bytes === null) return null;
+    const reply: CheckpointReply = { t: 'checkpointed', req, agents: packing.count, bytes, ms, longestMs };
+    if (form === 'local') reply.reused = packing.reused;
+    return reply;
   };
 }
 

@@ -1,6 +1,7 @@
 // Crash and stall recovery of a WorkerPool (docs/durability.md): per worker and session, the newest checkpoint of
 // the agents' state and every order sent to that worker since. A replacement worker is rebuilt from them, exactly.
 
+import { MIN_REUSED_CHECKPOINT_BYTES } from './checkpoint.js';
 import type { FrameHolds } from './frames.js';
 import { FreeBuffers } from './free-buffers.js';
 import { DOUBLE_FIELD_START } from './progress.js';
@@ -16,8 +17,11 @@ export const MAX_LOGGED_TICKS = 200;
 /** One session's share of one worker, as recovery keeps it. */
 interface SessionLog {
   fields: readonly string[] | null;
-  /** The agents and the world after some tick, packed by the worker (checkpoint.ts); null: before the first checkpoint. */
-  checkpoint: { agents: number; bytes: Uint8Array } | null;
+  /**
+   * The agents and the world after some tick, packed by the worker (checkpoint.ts); null: before the first checkpoint.
+   * `local`: in the local form, in a buffer of its own that goes back to the worker once a newer one replaces it.
+   */
+  checkpoint: { agents: number; bytes: Uint8Array; local: boolean } | null;
   /** Orders sent to the worker since the checkpoint, in order (rows and results copied: the sent ones are transferred). */
   orders: ToHost[];
   /** Tick orders among `orders`. */
@@ -52,7 +56,12 @@ export interface RecoveryStats {
    */
   partMedianMs: number;
   partMaxMs: number;
+  /** Checkpoints packed into memory given back by the main thread (of `checkpoints`). */
+  reusedPacks: number;
 }
+
+/** Buffers of replaced checkpoints waiting to go back to a worker, at most (the rest are left to the collector). */
+const MAX_SPARES_PER_HOST = 4;
 
 /** Checkpoints and order logs of every worker of a pool; the pool calls it on every message it sends. */
 export class RecoveryJournal {
@@ -70,6 +79,9 @@ export class RecoveryJournal {
   private readonly opened: number[];
   /** The buffers of logged copies, reused once a checkpoint covers their order. */
   private readonly copies = new CopyBuffers();
+  /** Per worker: buffers of its replaced local checkpoints, for its next checkpoint request (takeSpares). */
+  private readonly spares: ArrayBuffer[][];
+  private reusedPacks = 0;
 
   /**
    * @param frames told of every snapshot frame a logged tick or read order keeps (hold) and of those a checkpoint lets go
@@ -79,6 +91,7 @@ export class RecoveryJournal {
   constructor(hostCount: number, everyMs: number, minTicks = DEFAULT_CHECKPOINT_TICKS, private readonly frames: FrameHolds | null = null) {
     this.hosts = Array.from({ length: hostCount }, () => new Map());
     this.opened = Array.from({ length: hostCount }, () => 0);
+    this.spares = Array.from({ length: hostCount }, () => []);
     this.everyMs = everyMs;
     this.minTicks = minTicks;
   }
@@ -111,14 +124,17 @@ export class RecoveryJournal {
         return false;
       case 'restore':
         // A session imported from another instance (durable sessions): its agents start from this checkpoint.
-        logs.set(msg.session, { fields: msg.fields, checkpoint: { agents: msg.count ?? 0, bytes: msg.bytes }, orders: [], ticks: 0, loggedBytes: 0, requestedAt: -Infinity, phaseMs: 0, inflight: null, stops: [] });
+        logs.set(msg.session, { fields: msg.fields, checkpoint: { agents: msg.count ?? 0, bytes: msg.bytes, local: false }, orders: [], ticks: 0, loggedBytes: 0, requestedAt: -Infinity, phaseMs: 0, inflight: null, stops: [] });
         return false;
       case 'drop': {
         // Nothing replays the session's orders any more: their frames and copies go back to be reused by the next
         // sessions (the start-up warm-up's among them, for a game's first frames), not to the collector.
         const log = logs.get(msg.session);
         logs.delete(msg.session);
-        if (log !== undefined) for (const o of log.orders) this.letGo(o);
+        if (log !== undefined) {
+          for (const o of log.orders) this.letGo(o);
+          this.spare(host, log.checkpoint);
+        }
         return false;
       }
       case 'read': {
@@ -212,12 +228,34 @@ export class RecoveryJournal {
       // The checkpoint holds the stopped agent: the stop need not be replayed any more.
       if (log.stops.length > 0) log.stops = log.stops.filter((x) => x.req !== o.req);
     }
-    log.checkpoint = { agents: reply.agents, bytes: reply.bytes };
+    this.spare(host, log.checkpoint);
+    log.checkpoint = { agents: reply.agents, bytes: reply.bytes, local: reply.reused !== undefined };
+    if (reply.reused === true) this.reusedPacks++;
     this.checkpoints++;
     this.packMs += reply.ms;
     if (this.packTimes.push(reply.ms) > 100) this.packTimes.shift();
     if (this.packLongest.push(reply.longestMs) > 100) this.packLongest.shift();
     log.inflight = null;
+  }
+
+  /**
+   * The buffers worker `host`'s next checkpoint request carries (transferred: CheckpointOrder.spares): its replaced
+   * local checkpoints, for it to pack into again.
+   */
+  takeSpares(host: number): ArrayBuffer[] {
+    const spares = this.spares[host]!;
+    return spares.length === 0 ? spares : spares.splice(0);
+  }
+
+  /**
+   * A checkpoint nothing reads any more (replaced, or its session dropped): a local one's buffer goes back to its
+   * worker with the next request. Nothing else holds it: a restore order posted earlier was a copy.
+   */
+  private spare(host: number, checkpoint: SessionLog['checkpoint']): void {
+    if (checkpoint === null || !checkpoint.local) return;
+    const buffer = checkpoint.bytes.buffer;
+    const spares = this.spares[host]!;
+    if (buffer instanceof ArrayBuffer && buffer.byteLength >= MIN_REUSED_CHECKPOINT_BYTES && spares.length < MAX_SPARES_PER_HOST) spares.push(buffer);
   }
 
   /**
@@ -291,7 +329,7 @@ export class RecoveryJournal {
         loggedTicks += log.ticks;
       }
     }
-    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs + 0, packMedianMs: median(this.packTimes), partMedianMs: median(this.packLongest), partMaxMs: Math.max(0, ...this.packLongest) };
+    return { checkpointedAgents, checkpointBytes, loggedTicks, checkpoints: this.checkpoints, packMs: this.packMs + 0, packMedianMs: median(this.packTimes), partMedianMs: median(this.packLongest), partMaxMs: Math.max(0, ...this.packLongest), reusedPacks: this.reusedPacks };
   }
 }
 

@@ -214,11 +214,18 @@ export interface StageReply {
   parts: StagedPart[];
 }
 
-/** Crash recovery (recovery.ts): export the session's agents on this host and its world, between two ticks. */
+/**
+ * Export the session's agents on this host and its world, between two ticks: for crash recovery (recovery.ts) in the
+ * local form, else (a durable session's export) in the portable one (checkpoint.ts, CheckpointForm).
+ */
 export interface CheckpointOrder {
   t: 'checkpoint';
   req: number;
   session: string;
+  /** Local form, for this process's crash recovery. */
+  local?: boolean;
+  /** Buffers of this host's earlier local checkpoints that the main thread let go of, for it to pack into again (transferred). */
+  spares?: ArrayBuffer[];
 }
 
 /** Crash recovery: a replacement host rebuilds a session's agents from a checkpoint (then the logged orders follow). */
@@ -242,6 +249,8 @@ export interface CheckpointReply {
   ms: number;
   /** The longest part, ms: how long the pack held the worker at a time (`ms` for a pack in one go). */
   longestMs: number;
+  /** Local bytes written into given-back memory (CheckpointOrder.spares of this or an earlier order). */
+  reused?: boolean;
 }
 
 /** The inspector's requests about one watched agent (docs/tracing.md). */

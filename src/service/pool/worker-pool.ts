@@ -169,7 +169,7 @@ export class WorkerPool extends PoolRouter {
 
   /** Recovery figures: agents held in checkpoints and tick orders logged since, over every worker and session. */
   recoveryStats(): RecoveryStats {
-    return this.journal?.stats() ?? { checkpointedAgents: 0, checkpointBytes: 0, loggedTicks: 0, checkpoints: 0, packMs: 0, packMedianMs: 0, partMedianMs: 0, partMaxMs: 0 };
+    return this.journal?.stats() ?? { checkpointedAgents: 0, checkpointBytes: 0, loggedTicks: 0, checkpoints: 0, packMs: 0, packMedianMs: 0, partMedianMs: 0, partMaxMs: 0, reusedPacks: 0 };
   }
 
   protected post(host: number, msg: ToHost, transfer: ArrayBuffer[]): void {
@@ -208,7 +208,8 @@ export class WorkerPool extends PoolRouter {
     const journal = this.journal!;
     const req = this.nextRequestId();
     journal.requested(host, session, req, time);
-    this.request(host, { t: 'checkpoint', req, session }, []).then(
+    const spares = journal.takeSpares(host);
+    this.request(host, { t: 'checkpoint', req, session, local: true, spares }, spares).then(
       (reply) => {
         if (reply.t === 'checkpointed') journal.checkpointed(host, session, reply);
       },

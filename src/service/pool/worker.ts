@@ -6,7 +6,7 @@ import { AgentHost } from './host.js';
 import { loadTrees } from './load.js';
 import { libraryFromDefinitions, loadDefinitions } from './reload.js';
 import { ProgressBoard } from './progress.js';
-import { transferList, type FromHost, type ToHost, type TreesOrder, type WorkerHello } from './wire.js';
+import { transferList, type CheckpointReply, type FromHost, type ToHost, type TreesOrder, type WorkerHello } from './wire.js';
 import { SLICE_MS, Slicer, type Parts } from './slicer.js';
 
 /** The test hook's message (crashWorkerForTests): the worker dies the way a bug would kill it. */
@@ -71,7 +71,7 @@ if (!loaded.ok) {
   };
   const post = (reply: FromHost | null): void => {
     if (reply !== null && reply.t === 'checkpointed') {
-      port.postMessage(reply, ownBuffer(reply.bytes));
+      port.postMessage(reply, ownBuffer(reply));
       return;
     }
     if (reply === null) return;
@@ -115,10 +115,13 @@ if (!loaded.ok) {
 
 /**
  * A checkpoint's bytes moved to the main thread rather than copied (hundreds of bytes per agent: at a million
- * agents, a copy is hundreds of MB the worker holds until its next GC). Only a buffer the bytes fill alone: a
- * small serialization may sit in Node's shared Buffer pool, which must not be detached.
+ * agents, a copy is hundreds of MB the worker holds until its next GC). Local bytes (`reused` set) always start a
+ * buffer of their own, which may be longer than they are (rounded up, or given back larger). Portable ones only when
+ * they fill their buffer alone: a small serialization may sit in Node's shared Buffer pool, which must not be detached.
  */
-function ownBuffer(bytes: Uint8Array): ArrayBuffer[] {
+function ownBuffer(reply: CheckpointReply): ArrayBuffer[] {
+  const bytes = reply.bytes;
   const buffer = bytes.buffer;
-  return buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === buffer.byteLength ? [buffer] : [];
+  if (!(buffer instanceof ArrayBuffer) || bytes.byteOffset !== 0) return [];
+  return reply.reused !== undefined || bytes.byteLength === buffer.byteLength ? [buffer] : [];
 }
