@@ -16,7 +16,7 @@ import { FLEE_TICKS, MOVE_TICKS, TICK_SECONDS } from './lib/population.js';
 import { DEFAULT_SEED, World } from './lib/world.js';
 import { Agent } from '../src/bt/index.js';
 import { loadTrees } from '../src/service/pool/load.js';
-import { packAgents } from '../src/service/pool/checkpoint.js';
+import { giveCheckpointMemory, packAgents } from '../src/service/pool/checkpoint.js';
 import { RecoveryJournal } from '../src/service/pool/recovery.js';
 import { packSpawnOrders } from '../src/service/pool/spawns.js';
 import type { TickOrder } from '../src/service/pool/wire.js';
@@ -156,7 +156,7 @@ const hosted = Array.from({ length: half }, (_, i) => {
   a.self = { hp: 50, enemyVisible: true, enemyDist: 3 };
   return a;
 });
-let journal = new RecoveryJournal(1, 2000);
+const journal = new RecoveryJournal(1, 2000);
 const order: TickOrder = {
   t: 'tick', req: 1, session: 's', time: 0, dt: TICK_SECONDS, clear: false, bb: null, objects: null, columns: -1, world: null, tick: 1, frameRows: null,
   rows: { count: half, width: 3, slots: new Int32Array(half), values: new Float64Array(half * 3), tags: new Uint8Array(half * 3), vectors: new Float64Array(0), vectorsLength: 0, other: [] },
@@ -172,13 +172,19 @@ const cpuMs = (f: () => void): number => {
   }
   return median(samples);
 };
-const pack = cpuMs(() => void packAgents(hosted, FIELDS, null));
+// As a worker packs for recovery: the local form, into the memory of the checkpoint it replaces (given back).
+let packed: Uint8Array | null = null;
+const pack = cpuMs(() => {
+  if (packed !== null) giveCheckpointMemory([packed.buffer as ArrayBuffer]);
+  packed = packAgents(hosted, FIELDS, null, null, Number.NaN, 'local');
+});
 const log =
   cpuMs(() => {
-    // A fresh log of 10 ticks each time: what a log holds between two checkpoints, not an ever-growing one.
-    journal = new RecoveryJournal(1, 2000);
+    // A log of 10 ticks each time, what a log holds between two checkpoints, then dropped: its copies go back to be
+    // reused, as a checkpoint's covered orders' do.
     journal.record(0, { t: 'spawn', session: 's', fields: FIELDS, agents: packSpawnOrders([]) });
     for (let k = 0; k < 10; k++) journal.record(0, { ...order, time: k * TICK_SECONDS });
+    journal.record(0, { t: 'drop', session: 's' });
   }) / 10;
 const perTick = (2 * pack) / BLOCK + 2 * log;
 console.log(
