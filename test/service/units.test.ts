@@ -4,7 +4,7 @@
 
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { decode, type ActionDecision } from '../../src/protocol/index.js';
-import { FixedClock, type ClockTick } from '../../src/service/sessions/clock.js';
+import { FixedClock, nextPhaseMs, type ClockTick } from '../../src/service/sessions/clock.js';
 import { Outbox, OutboxBudget, type OutboundSocket } from '../../src/service/sessions/outbox.js';
 import { TokenBucket } from '../../src/service/http/rate.js';
 
@@ -80,6 +80,37 @@ describe('FixedClock', () => {
     expect(ticks.map((t) => t.n)).toEqual([1, 2, 3, 4]);
     expect(ticks[3]).toMatchObject({ time: 0.4, missed: 0 });
     await clock.stop();
+  });
+
+  test('a phase moves every tick by the same amount, tree time and numbering unchanged; restarts keep it', async () => {
+    const ticks: Array<{ n: number; at: number; time: number }> = [];
+    const clock = new FixedClock(20, { tick: async (t) => void ticks.push({ n: t.n, at: now, time: t.time }), idle: () => {} }, { now: () => now, phaseMs: 30 });
+    clock.start();
+    await advance(79);
+    expect(ticks).toEqual([]); // one period and the phase: 80 ms
+    await advance(101);
+    expect(ticks).toEqual([
+      { n: 1, at: 80, time: 0.05 },
+      { n: 2, at: 130, time: 0.1 },
+      { n: 3, at: 180, time: 0.15 },
+    ]);
+    await clock.stop();
+    await advance(1000);
+    clock.start(); // at 1180: the next tick one period and the phase later
+    await advance(80);
+    expect(ticks.at(-1)).toEqual({ n: 4, at: 1260, time: 0.2 });
+    await clock.stop();
+  });
+
+  test('clocks started one after another get phases spread over the period (at most 50 ms)', () => {
+    const at20 = Array.from({ length: 8 }, () => nextPhaseMs(20));
+    for (const p of at20) expect(p >= 0 && p < 50).toBe(true);
+    // Any two of eight consecutive phases at least 3 ms apart (golden-ratio steps: no two land together).
+    const sorted = at20.toSorted((x, y) => x - y);
+    for (let i = 1; i < sorted.length; i++) expect(sorted[i]! - sorted[i - 1]!).toBeGreaterThan(3);
+    // A slow clock's phase is capped: its first tick waits no more than 50 ms for it; a fast one's fits its period.
+    for (let i = 0; i < 8; i++) expect(nextPhaseMs(1)).toBeLessThan(50);
+    for (let i = 0; i < 8; i++) expect(nextPhaseMs(60)).toBeLessThan(1000 / 60);
   });
 
   test('slow rates wake at least once a second for heartbeats', async () => {

@@ -26,6 +26,22 @@ export interface ClockHandlers {
   idleAt?(): number;
 }
 
+/** The golden ratio's fraction: phases k·φ mod 1 put each new clock in the largest gap the others left. */
+const GOLDEN = (Math.sqrt(5) - 1) / 2;
+/** Phases spread over at most this much (ms): a slow clock's first tick waits no longer for it. */
+const MAX_PHASE_MS = 50;
+/** Fixed clocks given a phase so far (this process). */
+let phased = 0;
+
+/**
+ * The phase of the next fixed clock, ms: 0 for the first, then k·φ mod 1 of a period (at most MAX_PHASE_MS), so
+ * sessions that start together tick at different moments instead of all at once, where the ones sharing a worker
+ * waited behind each other's ticks every period (docs/capacity.md, *Round thirty-one*).
+ */
+export function nextPhaseMs(hz: number): number {
+  return ((phased++ * GOLDEN) % 1) * Math.min(1000 / hz, MAX_PHASE_MS);
+}
+
 /**
  * A drift-free schedule. Ticks never overlap: a tick that is due while the previous one still runs
  * is skipped and counted in the next tick's `missed`. Stopping and starting again (a session whose
@@ -37,6 +53,8 @@ export class FixedClock {
   private readonly maxSleepMs: number;
   private readonly handlers: ClockHandlers;
   private readonly now: () => number;
+  /** How much later than one period after start() each tick is due (ms). */
+  private readonly phaseMs: number;
   private origin = 0;
   /** Last tick run (0 before the first). */
   private last = 0;
@@ -44,12 +62,14 @@ export class FixedClock {
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
 
-  constructor(hz: number, handlers: ClockHandlers, options: { maxSleepMs?: number; now?: () => number } = {}) {
+  /** @param options.phaseMs how much later than a period after start() the first tick is due, and every tick after it (ms) */
+  constructor(hz: number, handlers: ClockHandlers, options: { maxSleepMs?: number; now?: () => number; phaseMs?: number } = {}) {
     this.hz = hz;
     this.periodMs = 1000 / hz;
     this.handlers = handlers;
     this.maxSleepMs = options.maxSleepMs ?? 1000;
     this.now = options.now ?? (() => performance.now());
+    this.phaseMs = options.phaseMs ?? 0;
   }
 
   /** The last tick number run (0 before the first). */
@@ -67,11 +87,11 @@ export class FixedClock {
     if (!this.running) this.last = n;
   }
 
-  /** Starts (or restarts) ticking: the next tick is due one period from now. */
+  /** Starts (or restarts) ticking: the next tick is due one period and the clock's phase from now. */
   start(): void {
     if (this.running) return;
     this.running = true;
-    this.origin = this.now() - this.last * this.periodMs;
+    this.origin = this.now() - this.last * this.periodMs + this.phaseMs;
     if (this.inFlight === undefined) this.schedule();
   }
 

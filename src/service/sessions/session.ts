@@ -23,7 +23,7 @@ import {
   type TreesMessage,
 } from '../../protocol/index.js';
 import { TickStats } from './tickStats.js';
-import { FixedClock, type ClockTick } from './clock.js';
+import { FixedClock, nextPhaseMs, type ClockTick } from './clock.js';
 import type { Metrics, Observations, Tally } from '../metrics.js';
 import { frameFields, type AgentPool, type Decisions, type EntryError as PoolEntryError, type FrameTick, type SessionExport, type SpawnEntry } from '../pool/index.js';
 
@@ -223,7 +223,7 @@ export class Session {
         tick: (t) => this.fixedTick(t),
         idle: () => this.heartbeat(),
         idleAt: () => this.lastDecisionsAt + HEARTBEAT_MS,
-      });
+      }, { phaseMs: nextPhaseMs(options.hz) });
       if (restore?.lastTick !== undefined) this.clock.continueFrom(restore.lastTick);
     }
   }
