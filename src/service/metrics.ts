@@ -3,12 +3,15 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RecoveryStats } from './pool/recovery.js';
 
 /** Where the point-in-time gauges read their values when scraped. */
 export interface MetricsSources {
   sessions(): ReadonlyArray<{ readonly mode: string; readonly transport: string; readonly connected: boolean }>;
   agents(): number;
   workers(): ReadonlyArray<{ readonly worker: number; readonly agents: number; readonly elu: number; readonly lastTickMs: number }>;
+  /** Crash recovery's figures (recovery.ts); null without worker threads (all zeros with recovery turned off). */
+  recovery(): RecoveryStats | null;
 }
 
 /** Every metric the service updates; names are documented in docs/configuration.md. */
@@ -80,6 +83,26 @@ export class Metrics {
     workerGauge('canopy_worker_event_loop_utilization', 'Event-loop utilization of each worker thread over the last completed 5 s window measured inside the service (the same for every scraper), 0 to 1', (w) => w.elu);
     workerGauge('canopy_worker_agents', 'Agents held by each worker thread', (w) => w.agents);
     workerGauge('canopy_worker_last_tick_seconds', 'Duration of the last tick slice each worker ran', (w) => w.lastTickMs / 1000);
+    // Crash recovery (docs/durability.md): what its checkpoints and logs hold now, and what packing them has cost.
+    const recovery = (name: string, help: string, read: (r: RecoveryStats) => number, Kind: typeof Gauge | typeof Counter = Gauge): void => {
+      const metric = new Kind({
+        name,
+        help,
+        registers,
+        collect() {
+          const r = sources.recovery();
+          this.reset();
+          if (r !== null) (this as Gauge).inc(read(r));
+        },
+      });
+      if (metric instanceof Gauge) this.gauges.push(metric);
+    };
+    recovery('canopy_recovery_checkpoint_bytes', "Bytes of the workers' latest checkpoints the main thread holds for crash recovery", (r) => r.checkpointBytes);
+    recovery('canopy_recovery_checkpointed_agents', 'Agents in those checkpoints', (r) => r.checkpointedAgents);
+    recovery('canopy_recovery_logged_ticks', 'Tick orders logged since the checkpoints, over every worker and session: what a crash would run again', (r) => r.loggedTicks);
+    recovery('canopy_recovery_checkpoints_total', 'Crash-recovery checkpoints received from the workers', (r) => r.checkpoints, Counter);
+    recovery('canopy_recovery_pack_seconds_total', "Workers' time spent packing crash-recovery checkpoints", (r) => r.packMs / 1000, Counter);
+    recovery('canopy_recovery_reused_packs_total', 'Crash-recovery checkpoints packed into memory given back by the main thread (the rest took new memory)', (r) => r.reusedPacks, Counter);
 
     this.ticks = new FastCounter({ name: 'canopy_ticks_total', help: 'Session ticks run', labelNames: ['mode'], registers });
     this.tickDuration = new FastHistogram({

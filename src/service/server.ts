@@ -13,7 +13,7 @@ import { healthRoutes } from './http/health.js';
 import { ErrorCode } from '../protocol/index.js';
 import { HttpErrorCode, respond, setUpBodies } from './http/http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
-import { createAgentPool, type AgentPool } from './pool/index.js';
+import { WorkerPool, createAgentPool, type AgentPool } from './pool/index.js';
 import { warmUp, warmUpSession, warmupFields, LATER_TICKS, TAIL_AGENTS, TAIL_TICKS, WARMUP_TICKS, type WarmupResult } from './warmup.js';
 import { Recordings, recordingRoutes } from './recording/recordings.js';
 import { SessionRegistry, WARMUP_REASON } from './sessions/registry.js';
@@ -102,6 +102,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     sessions: () => sessions?.list() ?? [],
     agents: () => pool.agentCount(),
     workers: () => pool.workerStats(),
+    recovery: () => (pool instanceof WorkerPool ? pool.recoveryStats() : null),
   });
   metricsRef = metrics;
   const durability =

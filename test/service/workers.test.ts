@@ -45,6 +45,27 @@ describe('worker threads', () => {
     await client.close();
   });
 
+  test("crash recovery's checkpoints show in /metrics: what they hold and what packing them cost", async () => {
+    const { client } = await RawClient.hello(running.wsUrl, { mode: 'lockstep', fields: ['x'] });
+    const agents = Array.from({ length: 300 }, (_, i) => ({ id: `r${i}`, tree: 'talker' }));
+    await client.request({ t: 'spawn', agents }, 'spawned');
+    const value = (metrics: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN);
+    // A second of session time a tick: a worker checkpoints a session 2 s of session time after its first tick, then
+    // every 2 s; the checkpoint is packed after the tick is answered, so it is looked for at the next ticks.
+    let metrics = '';
+    for (let tick = 1; tick <= 30 && !(value(metrics, 'canopy_recovery_checkpoints_total') >= 2); tick++) {
+      await client.step({ tick, time: tick, agents: agents.map((a, i) => [a.id, tick + i]) });
+      metrics = (await http(running.base, 'GET', '/metrics')).body as string;
+    }
+    expect(value(metrics, 'canopy_recovery_checkpoints_total')).toBeGreaterThanOrEqual(2);
+    expect(value(metrics, 'canopy_recovery_checkpointed_agents')).toBeGreaterThanOrEqual(300);
+    expect(value(metrics, 'canopy_recovery_checkpoint_bytes')).toBeGreaterThan(300 * 20);
+    expect(value(metrics, 'canopy_recovery_pack_seconds_total')).toBeGreaterThan(0);
+    expect(value(metrics, 'canopy_recovery_logged_ticks')).toBeGreaterThanOrEqual(0);
+    expect(value(metrics, 'canopy_recovery_reused_packs_total')).toBeGreaterThanOrEqual(0); // small sessions: new memory
+    await client.close();
+  });
+
   test('several sessions at once, fixed and lockstep, each with its own agents', async () => {
     const fixed = await RawClient.hello(running.wsUrl);
     const steps = await Promise.all([0, 1, 2].map(() => RawClient.hello(running.wsUrl, { mode: 'lockstep' })));
