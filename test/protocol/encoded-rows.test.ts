@@ -24,6 +24,8 @@ const value: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
     fc.constant(null),
     fc.constant(undefined),
     fc.tuple(fc.double(), fc.double()),
+    fc.array(number, { maxLength: 17 }),
+    fc.sparseArray(number, { maxLength: 5 }),
     fc.uint8Array({ maxLength: 6 }),
     fc.array(tie('value'), { maxLength: 18 }),
     fc.dictionary(key, tie('value'), { maxKeys: 17 }),
