@@ -738,7 +738,7 @@ interface LocalHead {
 /** Local checkpoints from this size on are written into reused memory, in sizes rounded up to it; smaller ones take new memory. */
 export const MIN_REUSED_CHECKPOINT_BYTES = 64 * 1024;
 /** Given-back memory a thread keeps at most (the largest sessions' buffers are left to the collector beyond it). */
-const MAX_KEPT_CHECKPOINT_BYTES = 48 * 1024 * 1024;
+const MAX_KEPT_CHECKPOINT_BYTES = 16 * 1024 * 1024;
 /** This thread's given-back memory, by size. */
 const memory = new FreeBuffers<ArrayBuffer>(MAX_KEPT_CHECKPOINT_BYTES);
 
@@ -749,6 +749,11 @@ const memory = new FreeBuffers<ArrayBuffer>(MAX_KEPT_CHECKPOINT_BYTES);
 export function giveCheckpointMemory(buffers: readonly ArrayBuffer[]): void {
   // A detached buffer's length is 0.
   for (const b of buffers) if (b.byteLength >= MIN_REUSED_CHECKPOINT_BYTES) memory.give(b);
+}
+
+/** `n` rounded up to a multiple of MIN_REUSED_CHECKPOINT_BYTES. */
+function roundUp(n: number): number {
+  return Math.ceil(n / MIN_REUSED_CHECKPOINT_BYTES) * MIN_REUSED_CHECKPOINT_BYTES;
 }
 
 function align8(n: number): number {
@@ -806,10 +811,12 @@ function writeLocal(p: Packed): { bytes: Uint8Array; reused: boolean } {
   let buffer: ArrayBuffer | undefined;
   let reused = false;
   if (size >= MIN_REUSED_CHECKPOINT_BYTES) {
-    const rounded = Math.ceil(size / MIN_REUSED_CHECKPOINT_BYTES) * MIN_REUSED_CHECKPOINT_BYTES;
-    buffer = memory.take(rounded);
+    buffer = memory.take(roundUp(size));
     reused = buffer !== undefined;
-    buffer ??= new ArrayBuffer(rounded);
+    // New memory with an eighth more room: a session's next checkpoints, and another session's of about its size,
+    // fit it (an exact size fitted only the smaller of two sessions, half the packs). Room never written is never
+    // faulted in.
+    buffer ??= new ArrayBuffer(roundUp(size + (size >> 3)));
   } else {
     buffer = new ArrayBuffer(size);
   }

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { Agent, type AgentFrame, type AgentId, type CompiledTree, type DecisionSink } from '../../bt/index.js';
 // The engine's one code generation site and its template (generate is not part of the engine's public API).
 import { CODE_GENERATION, generate, ident, joinCode, js, literal, type Code } from '../../bt/codegen.js';
-import { AgentPacking, giveCheckpointMemory, unpackAgents } from './checkpoint.js';
+import { AgentPacking, unpackAgents } from './checkpoint.js';
 import type { AgentView } from './types.js';
 import { FrameCursor, IdIndex, checkFrameRows, checkRowValue, readResultsAt, type KnownRowIds, type RowReader } from '../../protocol/index.js';
 import type { SpawnBatch } from './spawns.js';
@@ -858,7 +858,6 @@ const EMPTY_VIEW = new DataView(EMPTY_FRAME.buffer);
 function packInParts(msg: CheckpointOrder, s: HostSession): (until: number) => FromHost | null {
   const { req } = msg;
   const form = msg.local === true ? 'local' : 'portable';
-  if (msg.spares !== undefined) giveCheckpointMemory(msg.spares);
   settle(s); // the rows read since the last tick are part of the agents' state
   const packing = new AgentPacking(s.agents, s.fields);
   let ms = 0;

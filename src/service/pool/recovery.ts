@@ -79,7 +79,7 @@ export class RecoveryJournal {
   private readonly opened: number[];
   /** The buffers of logged copies, reused once a checkpoint covers their order. */
   private readonly copies = new CopyBuffers();
-  /** Per worker: buffers of its replaced local checkpoints, for its next checkpoint request (takeSpares). */
+  /** Per worker: buffers of its replaced local checkpoints, on their way back to it (takeSpares). */
   private readonly spares: ArrayBuffer[][];
   private reusedPacks = 0;
 
@@ -239,8 +239,8 @@ export class RecoveryJournal {
   }
 
   /**
-   * The buffers worker `host`'s next checkpoint request carries (transferred: CheckpointOrder.spares): its replaced
-   * local checkpoints, for it to pack into again.
+   * Worker `host`'s replaced local checkpoints, for it to pack into again: the pool hands them back (transferred,
+   * SparesOrder) right after each checkpoint it receives from that worker.
    */
   takeSpares(host: number): ArrayBuffer[] {
     const spares = this.spares[host]!;
@@ -249,7 +249,7 @@ export class RecoveryJournal {
 
   /**
    * A checkpoint nothing reads any more (replaced, or its session dropped): a local one's buffer goes back to its
-   * worker with the next request. Nothing else holds it: a restore order posted earlier was a copy.
+   * worker (takeSpares). Nothing else holds it: a restore order posted earlier was a copy.
    */
   private spare(host: number, checkpoint: SessionLog['checkpoint']): void {
     if (checkpoint === null || !checkpoint.local) return;

@@ -224,8 +224,6 @@ export interface CheckpointOrder {
   session: string;
   /** Local form, for this process's crash recovery. */
   local?: boolean;
-  /** Buffers of this host's earlier local checkpoints that the main thread let go of, for it to pack into again (transferred). */
-  spares?: ArrayBuffer[];
 }
 
 /** Crash recovery: a replacement host rebuilds a session's agents from a checkpoint (then the logged orders follow). */
@@ -249,7 +247,7 @@ export interface CheckpointReply {
   ms: number;
   /** The longest part, ms: how long the pack held the worker at a time (`ms` for a pack in one go). */
   longestMs: number;
-  /** Local bytes written into given-back memory (CheckpointOrder.spares of this or an earlier order). */
+  /** Set for local bytes: true when they were written into given-back memory (SparesOrder). */
   reused?: boolean;
 }
 
@@ -270,6 +268,15 @@ export interface TreesOrder {
   t: 'trees';
   defs: Record<string, unknown>;
   restart: Array<[string, number[]]>;
+}
+
+/**
+ * Buffers of a worker's replaced crash-recovery checkpoints (local form), handed back for its next packs as soon as
+ * the main thread lets go of them (transferred; checkpoint.ts, giveCheckpointMemory). Not logged: it changes no agent.
+ */
+export interface SparesOrder {
+  t: 'spares';
+  buffers: ArrayBuffer[];
 }
 
 /** The messages a host answers. */

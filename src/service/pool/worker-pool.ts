@@ -11,7 +11,7 @@ import { PoolRouter } from './router.js';
 import { framePool } from './frames.js';
 import { DEFAULT_CHECKPOINT_MS, DEFAULT_CHECKPOINT_TICKS, RecoveryJournal, type RecoveryStats } from './recovery.js';
 import type { PoolLogger, PoolOptions } from './types.js';
-import { framesOf, type FromHost, type HostRequest, type ToHost, type TreesOrder, type WorkerHello, type WorldUpdate } from './wire.js';
+import { framesOf, type FromHost, type HostRequest, type SparesOrder, type ToHost, type TreesOrder, type WorkerHello, type WorldUpdate } from './wire.js';
 import type { TreeLibrary } from '../../bt/library.js';
 
 /**
@@ -208,10 +208,11 @@ export class WorkerPool extends PoolRouter {
     const journal = this.journal!;
     const req = this.nextRequestId();
     journal.requested(host, session, req, time);
-    const spares = journal.takeSpares(host);
-    this.request(host, { t: 'checkpoint', req, session, local: true, spares }, spares).then(
+    this.request(host, { t: 'checkpoint', req, session, local: true }, []).then(
       (reply) => {
-        if (reply.t === 'checkpointed') journal.checkpointed(host, session, reply);
+        if (reply.t !== 'checkpointed') return;
+        journal.checkpointed(host, session, reply);
+        this.giveSpares(host);
       },
       (err: unknown) => {
         journal.abandoned(host, session, req);
@@ -219,6 +220,19 @@ export class WorkerPool extends PoolRouter {
         if (!message.includes('crashed') && !message.includes('closed')) this.logger?.warn({ err, worker: host, session }, 'agent pool: checkpoint failed; the next is due one period later');
       },
     );
+  }
+
+  /**
+   * The buffers of worker `host`'s replaced checkpoints (recovery.ts, takeSpares), back to it at once: held until its
+   * next checkpoint request, several sessions' replaced buffers piled up and most were dropped (half the packs took
+   * new memory), and at 1 Hz they waited seconds on the main thread.
+   */
+  private giveSpares(host: number): void {
+    const buffers = this.journal!.takeSpares(host);
+    const t = this.threads[host];
+    if (buffers.length === 0 || t === undefined || t.gone) return;
+    t.progress.posting();
+    t.worker.postMessage({ t: 'spares', buffers } satisfies SparesOrder, buffers);
   }
 
   /** Posted to every worker in one go: no session tick can fall between two workers' installs. */

@@ -6,7 +6,8 @@ import { AgentHost } from './host.js';
 import { loadTrees } from './load.js';
 import { libraryFromDefinitions, loadDefinitions } from './reload.js';
 import { ProgressBoard } from './progress.js';
-import { transferList, type CheckpointReply, type FromHost, type ToHost, type TreesOrder, type WorkerHello } from './wire.js';
+import { transferList, type CheckpointReply, type FromHost, type SparesOrder, type ToHost, type TreesOrder, type WorkerHello } from './wire.js';
+import { giveCheckpointMemory } from './checkpoint.js';
 import { SLICE_MS, Slicer, type Parts } from './slicer.js';
 
 /** The test hook's message (crashWorkerForTests): the worker dies the way a bug would kill it. */
@@ -84,8 +85,14 @@ if (!loaded.ok) {
     port.postMessage(reply, reply.t === 'ticked' ? transferList(reply.rows, reply.results, reply.frameRows) : []);
   };
   const slices = new Slicer(run, () => board.end(), SLICE_MS, undefined, parts);
-  const handle = (msg: ToHost | CrashOrder | TreesOrder): void => {
+  const handle = (msg: ToHost | CrashOrder | TreesOrder | SparesOrder): void => {
     if (msg.t === 'crash') throw new Error('pool worker: crash requested (test hook)');
+    if (msg.t === 'spares') {
+      // Not a session's message: it does not wait behind a sliced pack, nor make one finish.
+      giveCheckpointMemory(msg.buffers);
+      board.end();
+      return;
+    }
     if (msg.t === 'trees') {
       // Spawns queued before the reload use the trees they were checked against.
       slices.finishAll();
@@ -104,7 +111,7 @@ if (!loaded.ok) {
     }
   };
   // Messages sent before this listener exists wait in the port, in order.
-  port.on('message', (msg: ToHost | CrashOrder | TreesOrder) => {
+  port.on('message', (msg: ToHost | CrashOrder | TreesOrder | SparesOrder) => {
     board.start();
     handle(msg);
   });
