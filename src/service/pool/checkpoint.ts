@@ -21,9 +21,10 @@ import { CODE_GENERATION, generate, joinCode, js, literal } from '../../bt/codeg
  */
 interface Packed {
   /**
-   * 3: arrays of numbers in the observations' column as VECTOR values (written only when there are some); 2: numeric
-   * columns as PackedNumbers; 1: as Float64Arrays. Durable sessions keep checkpoints in Redis (SessionExport), so
-   * every version is read; an older version refuses a v3 one (docs/durability.md).
+   * 4: the local form (writeLocal: raw sections, never stored outside this process); 3: arrays of numbers in the
+   * observations' column as VECTOR values (written only when there are some); 2: numeric columns as PackedNumbers;
+   * 1: as Float64Arrays. Durable sessions keep portable checkpoints in Redis (SessionExport), so versions 1 to 3 are
+   * read; an older version refuses a v3 one (docs/durability.md).
    */
   v: 1 | 2 | 3 | 4;
   count: number;
