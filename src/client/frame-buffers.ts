@@ -55,7 +55,7 @@ export class FrameBuffers {
     if (this.free.length < MAX_FREE) this.free.push(h.whole);
   }
 
-  /** Whether `frame` came from take and is still held (tests). */
+  /** Whether `frame` came from take and has not gone back to the free list (the client writes such a frame with a hold). */
   held(frame: Uint8Array): boolean {
     return this.holds.has(frame);
   }

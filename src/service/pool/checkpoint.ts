@@ -858,7 +858,9 @@ function readLocal(bytes: Uint8Array): Packed {
     at = align8(at + n);
     return view;
   });
-  const next = (): never => views.shift() as never;
+  // The sections in SECTIONS order, each typed by where it goes.
+  let k = 0;
+  const next = (): never => views[k++] as never;
   const numbers = (): PackedNumbers => ({ kinds: next(), ints: next(), floats: next() });
   const column = (other: unknown[]): PackedColumn => {
     const tags: Uint8Array = next();
@@ -886,7 +888,7 @@ function readLocal(bytes: Uint8Array): Packed {
     selfOther: head.selfOther,
     world: head.world,
   };
-  if (views.length === 3) packed.lod = { every: next(), wait: next(), last: next() };
+  if (k < views.length) packed.lod = { every: next(), wait: next(), last: next() };
   if (head.previous !== undefined) packed.previous = head.previous;
   return packed;
 }

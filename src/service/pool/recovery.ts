@@ -243,8 +243,7 @@ export class RecoveryJournal {
    * SparesOrder) right after each checkpoint it receives from that worker.
    */
   takeSpares(host: number): ArrayBuffer[] {
-    const spares = this.spares[host]!;
-    return spares.length === 0 ? spares : spares.splice(0);
+    return this.spares[host]!.splice(0);
   }
 
   /**
