@@ -10,7 +10,7 @@
 import { RowWriter } from '../src/client/index.js';
 import { FrameBuffers } from '../src/client/frame-buffers.js';
 import { encode, encodeRows, joinMap } from '../src/protocol/index.js';
-import { benchArgs } from './lib/args.js';
+import { benchArgs, intArg } from './lib/args.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { FIELDS, GameWorld } from './load/world.js';
 
@@ -20,12 +20,8 @@ const { values } = benchArgs(import.meta.url, {
     rounds: { type: 'string', default: '60' },
   },
 });
-const N = Number(values.agents);
-const ROUNDS = Number(values.rounds);
-if (!Number.isInteger(N) || N < 1 || !Number.isInteger(ROUNDS) || ROUNDS < 2) {
-  console.error('client-rows: --agents must be a positive integer and --rounds at least 2');
-  process.exit(2);
-}
+const N = intArg(values, 'agents', 1);
+const ROUNDS = intArg(values, 'rounds', 2);
 
 const AGENTS_KEY = Buffer.from(encode('agents'));
 const world = new GameWorld(N, 7);

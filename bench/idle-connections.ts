@@ -10,7 +10,7 @@ import { WebSocket } from 'ws';
 import { defaultConfig } from '../src/service/config.js';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
 import { startService } from './load/service.js';
-import { benchArgs } from './lib/args.js';
+import { benchArgs, intArg } from './lib/args.js';
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -18,8 +18,8 @@ const { values } = benchArgs(import.meta.url, {
     sockets: { type: 'string', default: '1200' },
   },
 });
-const nofile = Number(values.nofile);
-const sockets = Number(values.sockets);
+const nofile = intArg(values, 'nofile', 1);
+const sockets = intArg(values, 'sockets', 1);
 
 /** Opens one socket; resolves with the HTTP status of a refused upgrade, 101 when open, 0 on a network error. */
 function open(url: string, keep: WebSocket[]): Promise<number> {

@@ -9,7 +9,7 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { formatMachine, formatTable, machineInfo } from './lib/machine.js';
-import { benchArgs } from './lib/args.js';
+import { benchArgs, intArg } from './lib/args.js';
 
 const { values } = benchArgs(import.meta.url, {
   options: {
@@ -17,12 +17,8 @@ const { values } = benchArgs(import.meta.url, {
     rounds: { type: 'string', default: '3' },
   },
 });
-const pairs = Number(values.pairs);
-const rounds = Number(values.rounds);
-if (!Number.isInteger(pairs) || pairs < 1 || !Number.isInteger(rounds) || rounds < 1) {
-  console.error('--pairs and --rounds must be positive integers');
-  process.exit(2);
-}
+const pairs = intArg(values, 'pairs', 1);
+const rounds = intArg(values, 'rounds', 1);
 
 const ENGINE = fileURLToPath(new URL('./engine.js', import.meta.url));
 const TREES = ['canopy', 'canopy-large'] as const;

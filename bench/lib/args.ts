@@ -26,6 +26,20 @@ export function benchArgs<const T extends ParseArgsConfig>(scriptUrl: string, co
   }
 }
 
+/**
+ * Option `name` of `values` (benchArgs' values) as an integer of at least `min`; anything else prints one line saying
+ * so and exits 2, as a mistake benchArgs catches does.
+ */
+export function intArg(values: Readonly<Record<string, unknown>>, name: string, min: number): number {
+  const raw = values[name];
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) {
+    console.error(`--${name}: expected an integer of at least ${min}, got '${String(raw)}'`);
+    process.exit(2);
+  }
+  return n;
+}
+
 /** The script's opening comment (its `//` lines, the markers taken off), then its options. */
 export function usage(scriptUrl: string, config: ParseArgsConfig): string {
   const head: string[] = [];

@@ -35,6 +35,15 @@ describe('benchmark command lines', () => {
     expect(out.stdout).not.toContain('round 1');
   });
 
+  test('a number option that is not a number of the range: one line naming it, exit code 2, nothing run', async () => {
+    const out = await bench('client-rows.ts', '--rounds', '1');
+    expect(out.code).toBe(2);
+    expect(out.stderr.trim()).toBe("--rounds: expected an integer of at least 2, got '1'");
+    const typo = await bench('no-codegen.ts', '--pairs', 'three');
+    expect(typo.code).toBe(2);
+    expect(typo.stderr.trim()).toBe("--pairs: expected an integer of at least 1, got 'three'");
+  });
+
   test('an unknown option: one line naming it, the options, exit code 2', async () => {
     const out = await bench('spawn-stall.ts', '--agnets', '5000');
     expect(out.code).toBe(2);
