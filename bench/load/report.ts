@@ -44,6 +44,7 @@ export function resultsTable(results: readonly RunResult[]): string {
   rows.push(
     row('missed ticks', (r) => String(r.missedTicks)),
     row('tick duration mean / p99 ms', (r) => `${ms(r.tickDurationMs.mean)} / ${ms(r.tickDurationMs.p99)}`),
+    row('  to a worker p99: waiting / working / returning ms', (r) => (r.workerTickP99Ms === null ? '-' : `${ms(r.workerTickP99Ms.waiting)} / ${ms(r.workerTickP99Ms.working)} / ${ms(r.workerTickP99Ms.returning)}`)),
     row('service CPU (cores) / RSS', (r) => `${r.server.cpuCores.toFixed(2)} / ${r.server.rssMB.toFixed(0)} MB`),
     row('  main thread / workers / GC+JIT', (r) => {
       const t = r.server.threads;

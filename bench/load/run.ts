@@ -105,6 +105,11 @@ export interface RunResult {
   readonly fixedSnapshotPaths: { readonly worker: number; readonly mainThread: number } | null;
   /** Service time to tick every agent of one session once (workers included): mean and bucket p99. */
   readonly tickDurationMs: { readonly mean: number; readonly p99: number };
+  /**
+   * Each tick order's round trip to a worker by part, bucket p99s (canopy_worker_tick_seconds): waiting for the
+   * worker, on it, waiting for the main thread to read the reply. Null: no worker threads, or a service without it.
+   */
+  readonly workerTickP99Ms: { readonly waiting: number; readonly working: number; readonly returning: number } | null;
   readonly server: {
     readonly cpuCores: number;
     readonly rssMB: number;
@@ -433,6 +438,7 @@ function summarize(
     snapshotPaths: mode === 'lockstep' && m !== undefined ? snapshotPaths(m) : null,
     fixedSnapshotPaths: mode === 'fixed' && m !== undefined ? fixedSnapshotPaths(m) : null,
     tickDurationMs: { mean: round(durationCount > 0 ? (1000 * durationSum) / durationCount : 0, 3), p99: round(1000 * orZero(quantile(0.99, duration)), 3) },
+    workerTickP99Ms: m === undefined ? null : workerTickP99(m),
     server: {
       cpuCores: round(serverCpu, 3),
       rssMB: round((end?.proc.rssBytes ?? 0) / 2 ** 20, 1),
@@ -472,6 +478,13 @@ function summarize(
 function snapshotPaths(m: Scrape): NonNullable<RunResult['snapshotPaths']> {
   const paths = byLabel(m, 'canopy_lockstep_snapshots_total', 'path');
   return { oneMessage: paths['one_message'] ?? 0, staged: paths['staged'] ?? 0, mainThread: paths['main_thread'] ?? 0 };
+}
+
+/** The p99 of each part of the window's tick orders to workers (canopy_worker_tick_seconds), or null where none were counted. */
+function workerTickP99(m: Scrape): RunResult['workerTickP99Ms'] {
+  if (sum(m, 'canopy_worker_tick_seconds_count', { part: 'working' }) === 0) return null;
+  const p99 = (part: string): number => round(1000 * orZero(quantile(0.99, buckets(m, 'canopy_worker_tick_seconds', { part }))), 3);
+  return { waiting: p99('waiting'), working: p99('working'), returning: p99('returning') };
 }
 
 /** How the service read the window's fixed-mode snapshots (a service before the metric existed: all zero). */

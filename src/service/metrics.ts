@@ -4,6 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { RecoveryStats } from './pool/recovery.js';
+import type { TickParts } from './pool/types.js';
 
 /** Where the point-in-time gauges read their values when scraped. */
 export interface MetricsSources {
@@ -19,6 +20,10 @@ export class Metrics {
   readonly registry = new Registry();
   readonly ticks: FastCounter<'mode'>;
   readonly tickDuration: FastHistogram<'mode'>;
+  /** canopy_worker_tick_seconds: each tick order's round trip to a worker, in its parts. */
+  readonly workerTicks: FastHistogram<'part'>;
+  /** The pool's reporting of those parts (WorkerPool.tickParts). */
+  readonly workerTickParts: TickParts;
   readonly tickLateness: FastHistogram;
   readonly missedTicks: Counter;
   readonly decisionsFrames: FastCounter<'mode'>;
@@ -112,6 +117,14 @@ export class Metrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
+    this.workerTicks = new FastHistogram({
+      name: 'canopy_worker_tick_seconds',
+      help: "Each tick order's round trip to a worker thread, by part: waiting (posted until the worker starts it: the worker busy with other work or waiting for a core), working (the worker's tick), returning (the worker's reply until the main thread reads it: the main thread busy or waiting for a core)",
+      labelNames: ['part'],
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers,
+    });
+    this.workerTickParts = { waiting: this.workerTicks.of('waiting'), working: this.workerTicks.of('working'), returning: this.workerTicks.of('returning') };
     this.tickLateness = new FastHistogram({
       name: 'canopy_tick_lateness_seconds',
       help: 'How late fixed-rate ticks started against their schedule',
@@ -173,7 +186,7 @@ export class Metrics {
    * leaves no trace. Errors are kept: the warm-up makes none unless something is wrong (then it is logged too).
    */
   resetTraffic(): void {
-    for (const m of [this.ticks, this.tickDuration, this.tickLateness, this.missedTicks, this.decisionsFrames, this.heldDecisions, this.actions, this.cancels, this.bytesIn, this.bytesOut, this.unknownRows, this.snapshotPaths, this.fixedSnapshotPaths]) m.reset();
+    for (const m of [this.ticks, this.tickDuration, this.workerTicks, this.tickLateness, this.missedTicks, this.decisionsFrames, this.heldDecisions, this.actions, this.cancels, this.bytesIn, this.bytesOut, this.unknownRows, this.snapshotPaths, this.fixedSnapshotPaths]) m.reset();
   }
 }
 

@@ -105,6 +105,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     recovery: () => (pool instanceof WorkerPool ? pool.recoveryStats() : null),
   });
   metricsRef = metrics;
+  if (pool instanceof WorkerPool) pool.tickParts = metrics.workerTickParts;
   const durability =
     config.redisUrl === null
       ? null

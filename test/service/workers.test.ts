@@ -42,6 +42,10 @@ describe('worker threads', () => {
     const metrics = (await http(running.base, 'GET', '/metrics')).body as string;
     expect(metrics).toMatch(/canopy_worker_event_loop_utilization\{worker="1"\}/);
     expect(metrics).toMatch(/canopy_worker_agents\{worker="\d"\} [1-9]/);
+    // Each tick order's round trip in its parts: five ticks on each of the two workers, at least, and as many of each part.
+    const counts = ['waiting', 'working', 'returning'].map((part) => Number(new RegExp(`^canopy_worker_tick_seconds_count\\{part="${part}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]));
+    expect(counts[0]).toBeGreaterThanOrEqual(10);
+    expect(counts).toEqual([counts[0], counts[0], counts[0]]);
     await client.close();
   });
 

@@ -19,6 +19,7 @@ import { LodTable } from './lod.js';
 import { MISS, RowMemo } from './row-memo.js';
 import { readVector } from './vectors.js';
 import { SLICED_PACK } from './slicer.js';
+import { monotonicMs } from './monotonic.js';
 
 /** Where a host finds compiled trees by name (a TreeLibrary). */
 export interface TreeLookup {
@@ -599,6 +600,7 @@ export class AgentHost {
 
   private tick(order: TickOrder): TickReply {
     const started = performance.now();
+    const startedAt = monotonicMs();
     keepShape[0] = order;
     const s = this.sessions.get(order.session);
     let out: ColumnSink;
@@ -665,7 +667,7 @@ export class AgentHost {
       if (frameResults) unknownResults = deliverFrameResults(s, stage.frame, stage.frameResults, deferResults);
       if (order.world !== null) s.world = worldOf(order.world);
       if (refused) {
-        return { t: 'ticked', req: order.req, ms: performance.now() - started, decisions: out.shared(order.columns), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
+        return { t: 'ticked', req: order.req, ms: performance.now() - started, startedAt, decisions: out.shared(order.columns), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
       }
       if (stage !== null && stage.world !== null) s.world = worldOf(stage.world);
       const { time, dt } = order;
@@ -693,6 +695,7 @@ export class AgentHost {
       t: 'ticked',
       req: order.req,
       ms: performance.now() - started,
+      startedAt,
       decisions: out.shared(order.columns),
       rows: order.rows,
       frameRows: order.frameRows,

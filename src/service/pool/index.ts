@@ -8,7 +8,7 @@ import { WorkerPool } from './worker-pool.js';
 import { MAX_HOSTS } from './router.js';
 
 // The contract (types.ts) and both implementations; each is documented where it is defined.
-export type { AgentListing, AgentPool, AgentView, Decisions, EntryError, FrameTick, PoolLogEvent, PoolLogger, PoolOptions, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, UnreadFrame, WorkerStats } from './types.js';
+export type { AgentListing, AgentPool, AgentView, Decisions, EntryError, FrameTick, Observer, PoolLogEvent, PoolLogger, PoolOptions, ReloadOutcome, ReloadPolicy, SessionExport, SpawnEntry, TickParts, UnreadFrame, WorkerStats } from './types.js';
 export { DEFAULT_SESSION_AFFINITY, MIN_STAGED_ROWS, PoolUsageError } from './router.js';
 export { LOG_LINES_PER_TICK } from './logs.js';
 export { frameFields } from './decisions.js';

@@ -104,6 +104,23 @@ export interface PoolLogEvent {
   message: string;
 }
 
+/** Where a pool reports a timing (seconds): a histogram's observations (metrics.ts). */
+export interface Observer {
+  observe(seconds: number): void;
+}
+
+/**
+ * Where a worker pool reports the three parts of each tick order's round trip, in seconds: `waiting`, from the main
+ * thread's post to the worker starting the tick (the worker busy with other sessions' work, or waiting for a core);
+ * `working`, the worker's tick; `returning`, from the worker's reply to the main thread reading it (the main thread
+ * busy, or waiting for a core).
+ */
+export interface TickParts {
+  readonly waiting: Observer;
+  readonly working: Observer;
+  readonly returning: Observer;
+}
+
 /** How to build a pool. */
 export interface PoolOptions {
   /** The tree folder (trees.md), loaded by the main thread (to check spawns) and by every worker. */

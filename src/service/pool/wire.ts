@@ -287,6 +287,8 @@ export interface TickReply {
   t: 'ticked';
   req: number;
   ms: number;
+  /** When the host began the tick, on the process-wide clock (monotonic.ts): how long the order waited for it. */
+  startedAt: number;
   decisions: SharedColumns;
   rows: RowBatch | null;
   frameRows: FrameBatch | null;

@@ -10,8 +10,9 @@ import { ProgressWatch, newProgressBuffer } from './progress.js';
 import { PoolRouter } from './router.js';
 import { framePool } from './frames.js';
 import { DEFAULT_CHECKPOINT_MS, DEFAULT_CHECKPOINT_TICKS, RecoveryJournal, type RecoveryStats } from './recovery.js';
-import type { PoolLogger, PoolOptions } from './types.js';
-import { framesOf, type FromHost, type HostRequest, type SparesOrder, type ToHost, type TreesOrder, type WorkerHello, type WorldUpdate } from './wire.js';
+import type { PoolLogger, PoolOptions, TickParts } from './types.js';
+import { monotonicMs } from './monotonic.js';
+import { framesOf, type FromHost, type HostRequest, type SparesOrder, type TickReply, type ToHost, type TreesOrder, type WorkerHello, type WorldUpdate } from './wire.js';
 import type { TreeLibrary } from '../../bt/library.js';
 
 /**
@@ -50,6 +51,8 @@ export const DEFAULT_WORKER_YOUNG_GENERATION_MB = 48;
 interface Pending {
   resolve(reply: FromHost): void;
   reject(err: Error): void;
+  /** A tick order's post, on the process-wide clock (monotonic.ts), when its parts are reported (tickParts); else 0. */
+  postedAt: number;
 }
 
 /**
@@ -106,6 +109,8 @@ export class WorkerPool extends PoolRouter {
   private closed = false;
   /** Checkpoints and order logs for crash recovery; null when PoolOptions.checkpointMs is negative. */
   private readonly journal: RecoveryJournal | null;
+  /** Where each tick order's round trip is reported, in its three parts (the service's metrics); null: nowhere. */
+  tickParts: TickParts | null = null;
 
   constructor(options: PoolOptions, trees: TreeLookup & { names(): string[] }, logger: PoolLogger | undefined) {
     super(trees, options.workers, logger);
@@ -189,7 +194,7 @@ export class WorkerPool extends PoolRouter {
     const frames = framesOf(msg);
     if (frames !== null) for (const f of frames) framePool.hold(f);
     let reply = new Promise<FromHost>((resolve, reject) => {
-      t.pending.set(msg.req, { resolve, reject });
+      t.pending.set(msg.req, { resolve, reject, postedAt: msg.t === 'tick' && this.tickParts !== null ? monotonicMs() : 0 });
       t.progress.posting();
       t.worker.postMessage(msg, transfer);
     });
@@ -201,6 +206,19 @@ export class WorkerPool extends PoolRouter {
     }
     if (due && msg.t === 'tick') this.requestCheckpoint(host, msg.session, msg.time);
     return reply;
+  }
+
+  /**
+   * A tick order's round trip in its parts (TickParts). A clock that two threads read alike, so the parts add up to
+   * the round trip; one that the order waited for a replacement worker's recovery counts that wait as `waiting`.
+   */
+  private observeTick(postedAt: number, reply: TickReply): void {
+    const parts = this.tickParts;
+    if (parts === null) return;
+    const now = monotonicMs();
+    parts.waiting.observe(Math.max(0, reply.startedAt - postedAt) / 1000);
+    parts.working.observe(reply.ms / 1000);
+    parts.returning.observe(Math.max(0, now - reply.startedAt - reply.ms) / 1000);
   }
 
   /** Asks worker `host` for a checkpoint of `session`, right behind a tick order: it runs once that tick is answered. */
@@ -306,7 +324,10 @@ export class WorkerPool extends PoolRouter {
       if (p === undefined) return;
       t.pending.delete(msg.req);
       if (msg.t === 'failed') p.reject(new Error(`worker ${i}: ${msg.message}`));
-      else p.resolve(msg);
+      else {
+        if (p.postedAt > 0 && msg.t === 'ticked') this.observeTick(p.postedAt, msg);
+        p.resolve(msg);
+      }
     });
     t.worker.on('error', (err) => this.onThreadDown(i, t, err));
     t.worker.on('exit', (code) => this.onThreadDown(i, t, new Error(`worker exited with code ${code}`)));
