@@ -1,6 +1,6 @@
 // Buffers given back for reuse, kept by size up to a budget (the shared frame copies of frames.ts, the recovery log's
-// copies of recovery.ts, a worker's local checkpoints in checkpoint.ts): a reused buffer is neither new memory for the kernel to fault in nor a new ArrayBuffer for
-// the collector to account for.
+// copies of recovery.ts, a worker's local checkpoints in checkpoint.ts): a reused buffer is neither new memory for the
+// kernel to fault in nor a new ArrayBuffer for the collector to account for.
 
 /** Free buffers by byte length; at most `maxBytes` of them are kept, the rest left to the garbage collector. */
 export class FreeBuffers<B extends ArrayBufferLike> {
