@@ -3,7 +3,7 @@
 // Fixed: snapshots are fire-and-forget; decisions arrive on the service's clock and their spacing and
 // staleness (receipt − scheduled send of the snapshot they were based on) are recorded.
 
-import { CanopyClient, type AgentId, type Decisions, type Mode, type RowWriter, type SpawnAgent } from '../../src/client/index.js';
+import { CanopyClient, type AgentId, type Decisions, type Mode, type RowEncoder, type SpawnAgent } from '../../src/client/index.js';
 import { agentIds, type IdStyle } from './ids.js';
 import { LatencyHistogram } from './histogram.js';
 import { GameWorld, isSquadTree } from './world.js';
@@ -70,7 +70,7 @@ export class GameServer {
   /** The agents' ids, by world index; null: dense (the index is the id). */
   readonly ids: readonly AgentId[] | null;
   client!: CanopyClient;
-  private rows!: RowWriter;
+  private rows!: RowEncoder;
   counters: GameCounters = zeroCounters();
   /** Lockstep: scheduled send → decisions received. */
   readonly latency = new LatencyHistogram();
@@ -140,7 +140,7 @@ export class GameServer {
       requestTimeoutMs: Math.max(o.requestTimeoutMs, 30_000),
       connectTimeoutMs: 30_000,
     });
-    this.rows = this.client.rows();
+    this.rows = this.client.rowEncoder();
     this.client.on('error', (e) => {
       this.counters.serviceErrors++;
       this.firstError ??= `${e.code}: ${e.message}`;
@@ -204,7 +204,7 @@ export class GameServer {
     world.step(dt);
     // Due rows: the agents the service ticks at this session tick (a skipped schedule tick is never sent, so the
     // count of snapshots sent, not `n`, is the service's tick count).
-    world.writeRows(this.rows, this.dueRows === null ? null : this.dueRows.due(this.sessionTicks));
+    world.writeEncodedRows(this.rows, this.dueRows === null ? null : this.dueRows.due(this.sessionTicks));
     this.sessionTicks++;
     const results = world.results();
     const shared = world.worldState();

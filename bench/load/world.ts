@@ -4,7 +4,7 @@
 // shoot: short, flee: a few seconds), so trees really run, abort and cancel. State lives in typed
 // arrays and rows are rewritten in place: a tick allocates nothing.
 
-import type { ActionDecision, ActionResult, AgentId, CancelDecision, RowWriter } from '../../src/client/index.js';
+import type { ActionDecision, ActionResult, AgentId, CancelDecision, RowEncoder, RowWriter } from '../../src/client/index.js';
 
 /** The observation fields guard.json reads (`self.hp`, `self.enemyVisible`, `self.enemyDist`, `self.enemyPos`). */
 export const FIELDS = ['hp', 'enemyVisible', 'enemyDist', 'enemyPos'] as const;
@@ -284,6 +284,31 @@ export class GameWorld {
         row[5] = pos;
         row[6] = this.lastHit[i]! < 0 ? null : this.lastHit[i]!;
         row[7] = slot;
+      }
+    }
+  }
+
+  /** {@link writeRows}' rows written straight into bytes (the SDK's RowEncoder): the same values, the same bytes. */
+  writeEncodedRows(rows: RowEncoder, only: ArrayLike<number> | null = null): void {
+    const { x, y, hp, ex, ey, enemyVisible, ids } = this;
+    rows.begin();
+    const count = only === null ? this.size : only.length;
+    for (let r = 0; r < count; r++) {
+      const i = only === null ? r : only[r]!;
+      rows.row(ids === null ? i : ids[i]!).number(Math.round(hp[i]!));
+      if (enemyVisible[i] === 1) {
+        const dx = ex[i]! - x[i]!;
+        const dy = ey[i]! - y[i]!;
+        rows.boolean(true).number(Math.sqrt(dx * dx + dy * dy)).point(ex[i]!, ey[i]!);
+      } else {
+        rows.boolean(false).nil().nil();
+      }
+      if (this.squad) {
+        const k = Math.floor(this.time / 10) % 3;
+        rows.point(x[i]!, y[i]!);
+        if (this.lastHit[i]! < 0) rows.nil();
+        else rows.number(this.lastHit[i]!);
+        rows.point(this.waypointX(i, k), this.waypointY(i, k));
       }
     }
   }

@@ -31,6 +31,7 @@ import { DEFAULT_RECONNECT, backoffDelay, type ReconnectOptions } from './backof
 import { Emitter } from './emitter.js';
 import { FrameBuffers } from './frame-buffers.js';
 import { CanopyError } from './errors.js';
+import { RowEncoder } from './row-encoder.js';
 import { RowWriter } from './rows.js';
 
 /** Options of {@link CanopyClient.connect}. */
@@ -81,12 +82,12 @@ export interface Decisions {
   readonly errors: readonly AgentError[];
 }
 
-/** A snapshot to send; `agents` may be a {@link RowWriter}. */
+/** A snapshot to send; `agents` may be a {@link RowWriter} or a {@link RowEncoder}. */
 export interface SnapshotInput {
   readonly tick: number;
   readonly time?: number;
   readonly world?: SnapshotMessage['world'];
-  readonly agents?: SnapshotMessage['agents'] | RowWriter;
+  readonly agents?: SnapshotMessage['agents'] | RowWriter | RowEncoder;
   readonly results?: readonly ActionResult[];
   readonly full?: boolean;
 }
@@ -249,6 +250,18 @@ export class CanopyClient extends Emitter<ClientEvents> {
       throw new RangeError('rows() needs `fields` in the connect options');
     }
     return new RowWriter(fields);
+  }
+
+  /**
+   * A {@link RowEncoder} for the fields declared in `hello`: rows written straight into bytes, for large snapshots.
+   * Throws if no fields were declared.
+   */
+  rowEncoder(): RowEncoder {
+    const fields = this.options.fields;
+    if (fields === undefined || fields.length === 0) {
+      throw new RangeError('rowEncoder() needs `fields` in the connect options');
+    }
+    return new RowEncoder(fields);
   }
 
   /**
@@ -728,7 +741,7 @@ function decisionsOf(m: DecisionsMessage): Decisions {
 class SnapshotFrame {
   readonly t = 'snapshot';
   readonly head: Record<string, unknown>;
-  /** `snapshot.agents` as given (a RowWriter's rows): rows, their map form, or packed rows. */
+  /** `snapshot.agents` as given (a RowWriter's rows): rows, their map form, or packed rows; or a RowEncoder's bytes. */
   readonly agents: unknown;
 
   constructor(head: Record<string, unknown>, agents: unknown) {
@@ -745,6 +758,7 @@ class SnapshotFrame {
     // The rows last: the service's workers then read them where they are, without the main thread reading each row
     // (docs/capacity.md, "rows the main thread never reads"); any order is valid on the wire.
     if (this.agents === undefined) return encode(this.head);
+    if (this.agents instanceof Uint8Array) return joinMap(this.head, 1, [AGENTS_KEY, this.agents], take);
     if (!Array.isArray(this.agents)) return encode({ ...this.head, agents: this.agents });
     return joinMap(this.head, 1, [AGENTS_KEY, encodeRows(this.agents)], take);
   }
@@ -761,5 +775,5 @@ function snapshotMessage(s: SnapshotInput, id: number | undefined): SnapshotFram
   if (s.world !== undefined) msg.world = s.world;
   if (s.results !== undefined && s.results.length > 0) msg.results = s.results;
   if (s.full !== undefined) msg.full = s.full;
-  return new SnapshotFrame(msg, s.agents === undefined ? undefined : s.agents instanceof RowWriter ? s.agents.rows() : s.agents);
+  return new SnapshotFrame(msg, s.agents === undefined ? undefined : s.agents instanceof RowWriter ? s.agents.rows() : s.agents instanceof RowEncoder ? s.agents.bytes() : s.agents);
 }

@@ -13,6 +13,7 @@ export {
 export { DEFAULT_RECONNECT, backoffDelay, type ReconnectOptions } from './backoff.js';
 export { Emitter, type Listener } from './emitter.js';
 export { CanopyError } from './errors.js';
+export { RowEncoder } from './row-encoder.js';
 export { RowWriter } from './rows.js';
 export {
   ClientErrorCode,

@@ -407,6 +407,23 @@ export function encodeRows(rows: readonly unknown[]): Uint8Array {
 }
 
 /**
+ * A number at `at` as encodeRows writes a row's number (a 32-bit integer in its smallest form, any other as float64);
+ * where it ends. `target` needs 9 bytes from `at`. For a writer that puts rows straight into bytes (the SDK's RowEncoder).
+ */
+export function writeRowNumber(target: Uint8Array, at: number, v: number): number {
+  const end = writeInt(target, at, v);
+  return end >= 0 ? end : writeFloat(target, at, v);
+}
+
+/**
+ * Any row value at `at` as encodeRows writes it, writing no byte at or past `limit`; where it ends, or -1 where this
+ * does not write it (no room, or a value only the codec writes: the caller encodes it so).
+ */
+export function writeRowValue(target: Uint8Array, at: number, limit: number, v: unknown): number {
+  return writeValue(target, at, limit, v, 1);
+}
+
+/**
  * One row at `at` as writeValue writes it, its numbers, booleans and nils written in this loop (most of a row's
  * values; a call to writeValue for each cost as much as the codec), anything else by writeValue; where it ends, or -1.
  */

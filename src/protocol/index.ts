@@ -32,6 +32,8 @@ export {
   SMALL_TUPLE_BYTES,
   writeActionTuple,
   encodeRows,
+  writeRowNumber,
+  writeRowValue,
   joinMap,
   writeCancelTuple,
   writeDoneTuple,

@@ -11,7 +11,9 @@ import { split } from '../../bench/load/run.js';
 import { Schedule, phaseOffsets } from '../../bench/load/schedule.js';
 import { isLoopback } from '../../bench/load/service.js';
 import { FIELDS, GameWorld, RULES } from '../../bench/load/world.js';
-import { RowWriter } from '../../src/client/index.js';
+import { RowEncoder, RowWriter } from '../../src/client/index.js';
+import { encode } from '../../src/protocol/codec.js';
+import { agentIds } from '../../bench/load/ids.js';
 
 describe('Schedule', () => {
   test('tick n is due at origin + offset + n/hz, computed from n (no drift)', () => {
@@ -315,6 +317,21 @@ describe('GameWorld', () => {
     expect(shared.enemies.length).toBeLessThanOrEqual(64);
     expect(shared.enemies.every(isPoint) && shared.cover.every(isPoint)).toBe(true);
     expect(new GameWorld(10, 7).worldState()).toBeUndefined();
+  });
+
+  test('the rows it sends (writeEncodedRows, a RowEncoder) are the bytes of its RowWriter rows: guard and squad fields, all agents or some', () => {
+    for (const squad of [false, true]) {
+      const world = new GameWorld(300, 7, squad ? agentIds('string', 2, 300) : null, squad);
+      for (let k = 0; k < 200; k++) world.step(DT);
+      const writer = new RowWriter(world.fields);
+      const encoder = new RowEncoder(world.fields);
+      for (const only of [null, [0, 5, 17, 299]]) {
+        world.writeRows(writer, only);
+        world.writeEncodedRows(encoder, only);
+        expect(encoder.length).toBe(only === null ? 300 : 4);
+        expect(Buffer.from(encoder.bytes()).equals(encode(writer.rows()))).toBe(true);
+      }
+    }
   });
 
   test('a moveTo finishes when the agent arrives: distance / speed', () => {

@@ -6,32 +6,8 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { decode, encodeRows, joinMap } from '../../src/protocol/index.js';
 import { encode } from '../../src/protocol/codec.js';
+import { id, key, value } from './row-arbitraries.js';
 
-const number = fc.oneof(
-  fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }),
-  fc.constantFrom(0, -0, 127, 128, 255, 256, 65_535, 65_536, -32, -33, -128, -129, 2 ** 32, -(2 ** 31) - 1, 2 ** 53, Number.NaN, Infinity, 1e-300),
-  fc.double(),
-);
-const text = fc.oneof(fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ minLength: 60, maxLength: 70 }));
-// No `__proto__` keys: the protocol's decoder refuses them.
-const key = fc.string({ maxLength: 8 }).filter((k) => k !== '__proto__');
-const value: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
-  value: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    number,
-    text,
-    fc.boolean(),
-    fc.constant(null),
-    fc.constant(undefined),
-    fc.tuple(fc.double(), fc.double()),
-    fc.array(number, { maxLength: 17 }),
-    fc.sparseArray(number, { maxLength: 5 }),
-    fc.uint8Array({ maxLength: 6 }),
-    fc.array(tie('value'), { maxLength: 18 }),
-    fc.dictionary(key, tie('value'), { maxKeys: 17 }),
-  ),
-})).value;
-const id = fc.oneof(fc.integer({ min: -(2 ** 31), max: 2 ** 32 - 1 }), fc.constantFrom(2 ** 40, 1_000_000_007), fc.string({ maxLength: 12 }));
 const row = fc.tuple(id, fc.array(value, { maxLength: 17 })).map(([i, values]) => [i, ...values]);
 // Lengths around the fixarray (16) boundary; maps (the map form) among the rows.
 const rows = fc.oneof(fc.array(row, { maxLength: 20 }), fc.array(row, { minLength: 15, maxLength: 17 }), fc.array(fc.oneof(row, fc.dictionary(key, value, { maxKeys: 4 })), { maxLength: 6 }));
