@@ -75,4 +75,28 @@ describe('FramePool', () => {
     expect(pool.copy(bytes(10, 2)).buffer).not.toBe(b.buffer); // b was over the cap: left to the GC
     expect(pool.copy(bytes(200_000, 2)).buffer.byteLength).toBe(256 * 1024);
   });
+
+  it('makes room for the sizes in use: frames that grew past the free buffers evict them instead of being dropped', () => {
+    // Room for four 256 KB buffers, or two 448 KB ones.
+    const pool = new FramePool(4 * 256 * 1024);
+    const early = [pool.copy(bytes(200_000, 1)), pool.copy(bytes(200_000, 1)), pool.copy(bytes(200_000, 1))];
+    for (const f of early) {
+      pool.hold(f);
+      pool.release(f);
+    }
+    // The game went on and its frames grew to the 448 KB class: none of the free buffers fits them.
+    const grown = [pool.copy(bytes(420_000, 2)), pool.copy(bytes(420_000, 2))];
+    expect(pool.allocated).toBe(5);
+    for (const f of grown) {
+      pool.hold(f);
+      pool.release(f);
+    }
+    // Both were kept (the 256 KB buffers made room), so the next frames of that size reuse them.
+    const next = [pool.copy(bytes(421_000, 3)), pool.copy(bytes(419_000, 3))];
+    expect(next.map((f) => f.buffer)).toEqual(expect.arrayContaining(grown.map((f) => f.buffer)));
+    expect(pool.allocated).toBe(5);
+    expect(next.every((f) => f.every((b) => b === 3))).toBe(true);
+    // An early-sized frame finds no 256 KB buffer any more: they were the least recently used, and went.
+    expect(early.map((f) => f.buffer)).not.toContain(pool.copy(bytes(200_000, 4)).buffer);
+  });
 });
