@@ -13,6 +13,8 @@ export interface MetricsSources {
   workers(): ReadonlyArray<{ readonly worker: number; readonly agents: number; readonly elu: number; readonly lastTickMs: number }>;
   /** Crash recovery's figures (recovery.ts); null without worker threads (all zeros with recovery turned off). */
   recovery(): RecoveryStats | null;
+  /** The shared frame buffers handed out so far (pool/frames.ts): taken from the free list, or new memory. */
+  frameBuffers(): { readonly reused: number; readonly allocated: number };
 }
 
 /** Every metric the service updates; names are documented in docs/configuration.md. */
@@ -108,6 +110,18 @@ export class Metrics {
     recovery('canopy_recovery_checkpoints_total', 'Crash-recovery checkpoints received from the workers', (r) => r.checkpoints, Counter);
     recovery('canopy_recovery_pack_seconds_total', "Workers' time spent packing crash-recovery checkpoints", (r) => r.packMs / 1000, Counter);
     recovery('canopy_recovery_reused_packs_total', 'Crash-recovery checkpoints packed into memory given back by the main thread (the rest took new memory)', (r) => r.reusedPacks, Counter);
+    new Counter({
+      name: 'canopy_frame_buffers_total',
+      help: "Shared buffers the snapshots' frames were received or copied into for the workers, by outcome: reused from the free list, or allocated (new memory, freed only by garbage collection); in a steady load nearly all are reused",
+      labelNames: ['outcome'],
+      registers,
+      collect() {
+        const f = sources.frameBuffers();
+        this.reset();
+        this.inc({ outcome: 'reused' }, f.reused);
+        this.inc({ outcome: 'allocated' }, f.allocated);
+      },
+    });
 
     this.ticks = new FastCounter({ name: 'canopy_ticks_total', help: 'Session ticks run', labelNames: ['mode'], registers });
     this.tickDuration = new FastHistogram({

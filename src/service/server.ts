@@ -14,6 +14,7 @@ import { ErrorCode } from '../protocol/index.js';
 import { HttpErrorCode, respond, setUpBodies } from './http/http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
 import { WorkerPool, createAgentPool, type AgentPool } from './pool/index.js';
+import { framePool } from './pool/frames.js';
 import { warmUp, warmUpSession, warmupFields, LATER_TICKS, TAIL_AGENTS, TAIL_TICKS, WARMUP_TICKS, type WarmupResult } from './warmup.js';
 import { Recordings, recordingRoutes } from './recording/recordings.js';
 import { SessionRegistry, WARMUP_REASON } from './sessions/registry.js';
@@ -103,6 +104,7 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
     agents: () => pool.agentCount(),
     workers: () => pool.workerStats(),
     recovery: () => (pool instanceof WorkerPool ? pool.recoveryStats() : null),
+    frameBuffers: () => framePool,
   });
   metricsRef = metrics;
   if (pool instanceof WorkerPool) pool.tickParts = metrics.workerTickParts;

@@ -46,6 +46,9 @@ describe('worker threads', () => {
     const counts = ['waiting', 'working', 'returning'].map((part) => Number(new RegExp(`^canopy_worker_tick_seconds_count\\{part="${part}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]));
     expect(counts[0]).toBeGreaterThanOrEqual(10);
     expect(counts).toEqual([counts[0], counts[0], counts[0]]);
+    // Every frame went to the workers in a shared buffer, reused or new: the five ticks' at least.
+    const frames = ['reused', 'allocated'].map((outcome) => Number(new RegExp(`^canopy_frame_buffers_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]));
+    expect(frames[0]! + frames[1]!).toBeGreaterThanOrEqual(5);
     await client.close();
   });
 
