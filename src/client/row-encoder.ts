@@ -41,8 +41,8 @@ export class RowEncoder {
   private buf = new Uint8Array(64 * 1024);
   private at = HEADER_ROOM;
   private count = 0;
-  /** Values written in the current row. */
-  private filled = 0;
+  /** Values written in the current row; `width` between rows (before the first, too). */
+  private filled: number;
   /** The current row's id (for the error of a row that does not fit the fields). */
   private id: AgentId = 0;
   /** Bytes reserved at a row's start for its values written without a size check. */
@@ -54,6 +54,7 @@ export class RowEncoder {
   constructor(fields: readonly string[]) {
     this.fields = Object.freeze(fields.slice());
     this.width = fields.length;
+    this.filled = this.width;
     this.wide = this.width + 1 >= 16;
     this.rowRoom = 3 + MAX_NUMBER_ID + this.width * MAX_FIXED_VALUE;
   }

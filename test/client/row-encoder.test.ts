@@ -99,6 +99,13 @@ describe('RowEncoder', () => {
     expect(bytes(encoder.bytes()).equals(encode([['npc-1', long, big, [1.5, 2.5]], [2, 1, long, [3.5, 4.5]]]))).toBe(true);
   });
 
+  test('a new encoder takes rows before any begin(), and gives an empty list before any row', () => {
+    const encoder = new RowEncoder(['hp']);
+    expect(bytes(encoder.bytes()).equals(encode([]))).toBe(true);
+    encoder.row(1).number(10).row('npc-2').number(2.5);
+    expect(bytes(encoder.bytes()).equals(encode([[1, 10], ['npc-2', 2.5]]))).toBe(true);
+  });
+
   test('a row with too few values is refused when the next row starts, one with too many when the rows are taken', () => {
     const encoder = new RowEncoder(['hp', 'pos']);
     encoder.begin();
