@@ -188,7 +188,7 @@ export class RowEncoder {
   private misfit(): never {
     const id = this.id;
     const filled = this.filled;
-    // The encoder is left at a row boundary it can go on from only after begin().
+    // The batch is dropped: the encoder goes on with an empty one, as after begin().
     this.filled = this.width;
     this.at = HEADER_ROOM;
     this.count = 0;
