@@ -357,6 +357,14 @@ export class CanopyClient extends Emitter<ClientEvents> {
     }
     const id = this.nextId;
     this.nextId = id >= MAX_REQUEST_ID ? 1 : id + 1;
+    // Built before anything is registered: a message that cannot be built (a RowEncoder's misfit row) rejects the
+    // call and leaves no request waiting for a reply that will never come.
+    let msg: object;
+    try {
+      msg = build(id);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.settle(id)?.reject(new CanopyError(ClientErrorCode.E_TIMEOUT, `no ${kind} within ${this.requestTimeoutMs} ms`, { re: id }));
@@ -364,8 +372,8 @@ export class CanopyClient extends Emitter<ClientEvents> {
       const entry: Pending = { id, kind, resolve: resolve as (value: never) => void, reject, timer, tick, sentAt: performance.now() };
       this.pending.set(id, entry);
       if (kind === 'decisions') this.lockstepQueue.push(entry);
-      if (waitForResume) this.keep(this.encodeMessage(build(id)), tick);
-      else this.send(build(id));
+      if (waitForResume) this.keep(this.encodeMessage(msg), tick);
+      else this.send(msg);
     });
   }
 

@@ -67,6 +67,15 @@ describe('CanopyClient against the service', () => {
       expect(said.size).toBe(n);
       for (let i = 0; i < n; i += 97) expect(said.get(ids[i]!)).toEqual({ action: 'say', args: { word: 'hi', x: x(i, tick) } });
     }
+    // A row short of a value: the call is refused before anything is sent, and the session goes on as before.
+    rows.begin();
+    rows.row(ids[0]!).number(1);
+    await expect(client.lockstep({ tick: 4, time: 0.2, agents: rows })).rejects.toThrow(/the row of agent "npc-0" has 1 values; the fields are 2/);
+    rows.begin();
+    rows.row(ids[0]!).number(7).number(100);
+    const d = await client.lockstep({ tick: 4, time: 0.2, agents: rows });
+    expect(d.tick).toBe(4);
+    expect(d.actions.find(([id]) => id === ids[0])?.[3]).toEqual({ word: 'hi', x: 7 });
     await client.bye();
   });
 
