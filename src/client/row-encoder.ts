@@ -2,7 +2,7 @@
 // game server to send tens of thousands of agents' observations a tick (docs/integration.md, "Large snapshots").
 
 import { encode } from '../protocol/codec.js';
-import { writeRowNumber, writeRowValue, type AgentId } from '../protocol/index.js';
+import { arrayHeader, writeRowNumber, writeRowValue, type AgentId } from '../protocol/index.js';
 
 /** Room for the rows' array header (array32: 5 bytes), written in front of the rows once their count is known. */
 const HEADER_ROOM = 5;
@@ -47,16 +47,19 @@ export class RowEncoder {
   private id: AgentId = 0;
   /** Bytes reserved at a row's start for its values written without a size check. */
   private readonly rowRoom: number;
-  /** A row is an array16 (16 elements or more), not a fixarray. */
-  private readonly wide: boolean;
+  /** Every row's array header (the id and one value per field). */
+  private readonly rowHeader: Uint8Array;
+  /** That header's one byte (a fixarray, under 15 fields), or -1. */
+  private readonly rowHeaderByte: number;
 
   /** @param fields the field names declared in `hello.fields`, in the same order. */
   constructor(fields: readonly string[]) {
     this.fields = Object.freeze(fields.slice());
     this.width = fields.length;
     this.filled = this.width;
-    this.wide = this.width + 1 >= 16;
-    this.rowRoom = 3 + MAX_NUMBER_ID + this.width * MAX_FIXED_VALUE;
+    this.rowHeader = Uint8Array.from(arrayHeader(this.width + 1));
+    this.rowHeaderByte = this.rowHeader.length === 1 ? this.rowHeader[0]! : -1;
+    this.rowRoom = this.rowHeader.length + MAX_NUMBER_ID + this.width * MAX_FIXED_VALUE;
   }
 
   /** Starts a new batch; the memory of the previous one is reused. */
@@ -77,12 +80,11 @@ export class RowEncoder {
     if (this.filled !== this.width) this.misfit();
     this.room(this.rowRoom);
     const b = this.buf;
-    if (this.wide) {
-      b[this.at++] = 0xdc;
-      b[this.at++] = (this.width + 1) >> 8;
-      b[this.at++] = (this.width + 1) & 0xff;
+    if (this.rowHeaderByte >= 0) {
+      b[this.at++] = this.rowHeaderByte;
     } else {
-      b[this.at++] = 0x90 | (this.width + 1);
+      b.set(this.rowHeader, this.at);
+      this.at += this.rowHeader.length;
     }
     if (typeof id === 'number') {
       this.at = writeRowNumber(b, this.at, id);
@@ -138,26 +140,10 @@ export class RowEncoder {
   /** The batch as the `agents` array of a snapshot, in MessagePack: valid until the next {@link begin}. */
   bytes(): Uint8Array {
     if (this.filled !== this.width) this.misfit();
-    const n = this.count;
-    const b = this.buf;
-    let start: number;
-    if (n < 16) {
-      start = HEADER_ROOM - 1;
-      b[start] = 0x90 | n;
-    } else if (n < 0x10000) {
-      start = HEADER_ROOM - 3;
-      b[start] = 0xdc;
-      b[start + 1] = n >> 8;
-      b[start + 2] = n & 0xff;
-    } else {
-      start = HEADER_ROOM - 5;
-      b[start] = 0xdd;
-      b[start + 1] = n >>> 24;
-      b[start + 2] = (n >> 16) & 0xff;
-      b[start + 3] = (n >> 8) & 0xff;
-      b[start + 4] = n & 0xff;
-    }
-    return b.subarray(start, this.at);
+    const header = arrayHeader(this.count);
+    const start = HEADER_ROOM - header.length;
+    this.buf.set(header, start);
+    return this.buf.subarray(start, this.at);
   }
 
   /** Writes `v` at the end, through the codec where the row encoder's own forms do not cover it. */

@@ -31,6 +31,7 @@ export {
   encodeDoneTuple,
   SMALL_TUPLE_BYTES,
   writeActionTuple,
+  arrayHeader,
   encodeRows,
   writeRowNumber,
   writeRowValue,

@@ -599,7 +599,7 @@ export class AgentHost {
   }
 
   private tick(order: TickOrder): TickReply {
-    const started = performance.now();
+    // One clock for the tick's start and its duration: the process-wide one the main thread reads too (TickReply.startedAt).
     const startedAt = monotonicMs();
     keepShape[0] = order;
     const s = this.sessions.get(order.session);
@@ -667,7 +667,7 @@ export class AgentHost {
       if (frameResults) unknownResults = deliverFrameResults(s, stage.frame, stage.frameResults, deferResults);
       if (order.world !== null) s.world = worldOf(order.world);
       if (refused) {
-        return { t: 'ticked', req: order.req, ms: performance.now() - started, startedAt, decisions: out.shared(order.columns), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
+        return { t: 'ticked', req: order.req, ms: monotonicMs() - startedAt, startedAt, decisions: out.shared(order.columns), rows: order.rows, frameRows: order.frameRows, results: order.results, frames: null, refused: true };
       }
       if (stage !== null && stage.world !== null) s.world = worldOf(stage.world);
       const { time, dt } = order;
@@ -694,7 +694,7 @@ export class AgentHost {
     return {
       t: 'ticked',
       req: order.req,
-      ms: performance.now() - started,
+      ms: monotonicMs() - startedAt,
       startedAt,
       decisions: out.shared(order.columns),
       rows: order.rows,
