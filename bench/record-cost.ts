@@ -60,7 +60,7 @@ const library = await loadLibrary(resolve('trees'), null);
 const pool = await createAgentPool({ trees: resolve('trees'), workers: Number(values.workers), library });
 await pool.ready();
 const logger = pino({ level: 'silent' });
-const metrics = new Metrics({ sessions: () => [], agents: () => 0, workers: () => [], recovery: () => null, frameBuffers: () => ({ reused: 0, allocated: 0 }) });
+const metrics = new Metrics({ sessions: () => [], agents: () => 0, workers: () => [], recovery: () => null, frameBuffers: () => ({ reused: 0, allocated: 0 }), threads: () => undefined });
 const dir = await mkdtemp(join(tmpdir(), 'canopy-record-cost-'));
 
 /**

@@ -1,13 +1,14 @@
 // The service under test: started by the generator as a child process on loopback (so its CPU and
 // memory can be read from /proc and it can be restarted with another worker count), or an existing
-// service given by URL (then CPU and memory come from its /metrics process_* series).
+// service given by URL (then CPU and memory come from its /metrics: process_* and, by thread, canopy_thread_*).
 
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fetchMetrics, sum } from './prom.js';
+import { readThreadStats } from '../../src/service/pool/thread-cpu.js';
+import { fetchMetrics, parseSeries, sum, type Scrape } from './prom.js';
 
 /** CPU time and memory of the service process, every thread included. */
 export interface ProcessSample {
@@ -27,7 +28,7 @@ export interface ProcessSample {
 /** CPU seconds of a Node process's threads, from /proc/<pid>/task/<tid>/{comm,stat}. */
 export interface ThreadCpu {
   readonly main: number;
-  /** Worker threads (named `WorkerThread` since Node 22; before, every thread is `node` and they count in `other`), by thread id. */
+  /** Worker threads, by thread id (read from /proc: named `WorkerThread` since Node 22; before, every thread is `node` and they count in `other`) or by worker index (read from /metrics). */
   readonly workers: ReadonlyMap<number, number>;
   readonly other: number;
   /**
@@ -128,35 +129,49 @@ export function readProc(pid: number): ProcessSample {
 
 /** CPU seconds of each thread of process `pid` (Linux), or undefined when /proc cannot say. */
 export function readThreads(pid: number): ThreadCpu | undefined {
-  try {
-    let main = 0;
-    let other = 0;
-    const workers = new Map<number, number>();
-    const faults = { main: 0, workers: 0 };
-    for (const tid of readdirSync(`/proc/${pid}/task`)) {
-      let name: string;
-      let stat: string;
-      try {
-        name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-        stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      } catch {
-        continue; // the thread ended meanwhile
-      }
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const cpu = (Number(fields[11]) + Number(fields[12])) / clockTicks;
-      const minflt = Number(fields[7]); // field 10
-      if (Number(tid) === pid) {
-        main += cpu;
-        faults.main += minflt;
-      } else if (name === 'WorkerThread') {
-        workers.set(Number(tid), cpu);
-        faults.workers += minflt;
-      } else other += cpu;
-    }
-    return { main, workers, other, faults };
-  } catch {
-    return undefined;
+  const stats = readThreadStats(pid);
+  if (stats === undefined) return undefined;
+  let main = 0;
+  let other = 0;
+  const workers = new Map<number, number>();
+  const faults = { main: 0, workers: 0 };
+  for (const t of stats) {
+    if (t.tid === pid) {
+      main += t.cpuSeconds;
+      faults.main += t.minorFaults;
+    } else if (t.name === 'WorkerThread') {
+      workers.set(t.tid, t.cpuSeconds);
+      faults.workers += t.minorFaults;
+    } else other += t.cpuSeconds;
   }
+  return { main, workers, other, faults };
+}
+
+/**
+ * The same figures from a service's /metrics (`canopy_thread_cpu_seconds_total` and
+ * `canopy_thread_minor_page_faults_total`, Linux services since round thirty-four), workers keyed by their index;
+ * undefined when it has no such series.
+ */
+export function threadsFromMetrics(s: Scrape): ThreadCpu | undefined {
+  let main: number | undefined;
+  let other = 0;
+  const workers = new Map<number, number>();
+  const faults = { main: 0, workers: 0 };
+  for (const [key, value] of s.samples) {
+    const { name, labels } = parseSeries(key);
+    const thread = labels.thread;
+    if (thread === undefined) continue;
+    const cpu = name === 'canopy_thread_cpu_seconds_total';
+    if (!cpu && name !== 'canopy_thread_minor_page_faults_total') continue;
+    if (thread === 'main') {
+      if (cpu) main = value;
+      else faults.main = value;
+    } else if (thread.startsWith('worker-')) {
+      if (cpu) workers.set(Number(thread.slice(7)), value);
+      else faults.workers += value;
+    } else if (cpu) other += value;
+  }
+  return main === undefined ? undefined : { main, workers, other, faults };
 }
 
 /**
@@ -314,7 +329,8 @@ export async function existingService(url: string, apiKey?: string): Promise<Tar
     workers: ready.workers,
     async sample() {
       const s = await fetchMetrics(`${httpUrl}/metrics`, headers);
-      return { at: s.at, cpuSeconds: sum(s, 'process_cpu_seconds_total'), rssBytes: sum(s, 'process_resident_memory_bytes') };
+      const threads = threadsFromMetrics(s);
+      return { at: s.at, cpuSeconds: sum(s, 'process_cpu_seconds_total'), rssBytes: sum(s, 'process_resident_memory_bytes'), ...(threads !== undefined ? { threads } : {}) };
     },
     stop: async () => undefined,
     diagnose: () => undefined,

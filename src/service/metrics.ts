@@ -15,6 +15,8 @@ export interface MetricsSources {
   recovery(): RecoveryStats | null;
   /** The shared frame buffers handed out so far (pool/frames.ts): taken from the free list, or new memory. */
   frameBuffers(): { readonly reused: number; readonly allocated: number };
+  /** CPU seconds and minor page faults by thread role (pool/thread-cpu.ts); undefined where the OS cannot say. */
+  threads(): ReadonlyArray<{ readonly thread: string; readonly cpuSeconds: number; readonly minorFaults: number }> | undefined;
 }
 
 /** Every metric the service updates; names are documented in docs/configuration.md. */
@@ -51,6 +53,10 @@ export class Metrics {
   readonly durableBytes: Counter<'kind'>;
   readonly durableCheckpoints: Counter;
   readonly durableAdoptions: Counter<'how'>;
+  /** canopy_frame_buffers_total, read from `sources` at scrape time. */
+  readonly frameBuffers: Counter<'outcome'>;
+  /** canopy_thread_cpu_seconds_total and canopy_thread_minor_page_faults_total, read from `sources` at scrape time. */
+  readonly threadCounters: ReadonlyArray<Counter<'thread'>>;
   /** Point-in-time gauges, read from `sources` at scrape time. */
   readonly gauges: Gauge[] = [];
 
@@ -110,7 +116,7 @@ export class Metrics {
     recovery('canopy_recovery_checkpoints_total', 'Crash-recovery checkpoints received from the workers', (r) => r.checkpoints, Counter);
     recovery('canopy_recovery_pack_seconds_total', "Workers' time spent packing crash-recovery checkpoints", (r) => r.packMs / 1000, Counter);
     recovery('canopy_recovery_reused_packs_total', 'Crash-recovery checkpoints packed into memory given back by the main thread (the rest took new memory)', (r) => r.reusedPacks, Counter);
-    new Counter({
+    this.frameBuffers = new Counter({
       name: 'canopy_frame_buffers_total',
       help: "Shared buffers the snapshots' frames were received or copied into for the workers, by outcome: reused from the free list, or allocated (new memory, freed only by garbage collection); in a steady load nearly all are reused",
       labelNames: ['outcome'],
@@ -122,6 +128,21 @@ export class Metrics {
         this.inc({ outcome: 'allocated' }, f.allocated);
       },
     });
+    // Whether the main thread (one for the whole process) or the workers limit the service: docs/capacity.md, "Cores".
+    const threadCounter = (name: string, help: string, read: (t: NonNullable<ReturnType<MetricsSources['threads']>>[number]) => number): Counter<'thread'> =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['thread'],
+        registers,
+        collect() {
+          this.reset();
+          for (const t of sources.threads() ?? []) this.inc({ thread: t.thread }, read(t));
+        },
+      });
+    this.threadCounters = [threadCounter('canopy_thread_cpu_seconds_total', "CPU seconds (user + system) of the service's threads: `main` (sockets, protocol, routing), `worker-<i>` (trees), `other` (V8's collector and compiler helpers, libuv); Linux only", (t) => t.cpuSeconds),
+      threadCounter('canopy_thread_minor_page_faults_total', "Minor page faults of the service's threads, by the same roles as canopy_thread_cpu_seconds_total; Linux only", (t) => t.minorFaults),
+    ];
 
     this.ticks = new FastCounter({ name: 'canopy_ticks_total', help: 'Session ticks run', labelNames: ['mode'], registers });
     this.tickDuration = new FastHistogram({

@@ -15,6 +15,7 @@ import { HttpErrorCode, respond, setUpBodies } from './http/http.js';
 import { Metrics, metricsRoutes } from './metrics.js';
 import { WorkerPool, createAgentPool, type AgentPool } from './pool/index.js';
 import { framePool } from './pool/frames.js';
+import { ThreadCpu, readThreadStats } from './pool/thread-cpu.js';
 import { warmUp, warmUpSession, warmupFields, LATER_TICKS, TAIL_AGENTS, TAIL_TICKS, WARMUP_TICKS, type WarmupResult } from './warmup.js';
 import { Recordings, recordingRoutes } from './recording/recordings.js';
 import { SessionRegistry, WARMUP_REASON } from './sessions/registry.js';
@@ -99,12 +100,14 @@ export async function createServer(config: ServerConfig, options: { logger?: Log
   const connections = new Set<LiveConnection>();
   // The gauges read sessions lazily, at scrape time.
   let sessions: SessionRegistry | undefined;
+  const threadCpu = new ThreadCpu();
   const metrics = new Metrics({
     sessions: () => sessions?.list() ?? [],
     agents: () => pool.agentCount(),
     workers: () => pool.workerStats(),
     recovery: () => (pool instanceof WorkerPool ? pool.recoveryStats() : null),
     frameBuffers: () => framePool,
+    threads: () => threadCpu.read(pool.workerStats().map((w) => w.threadId), readThreadStats('self')),
   });
   metricsRef = metrics;
   if (pool instanceof WorkerPool) pool.tickParts = metrics.workerTickParts;

@@ -79,7 +79,7 @@ const routesOf = (path: string): string[] => [...read(path).matchAll(/app\.get\(
 const serviceRoutes = [...routesOf('src/service/http/health.ts'), ...routesOf('src/service/metrics.ts')];
 
 /** Every metric name the service registers (src/service/metrics.ts), prom-client's defaults aside. */
-const metricNames = new Set([...read('src/service/metrics.ts').matchAll(/(?:name: |workerGauge\()'(canopy_[a-z_]+)'/g)].map((m) => m[1]!));
+const metricNames = new Set([...read('src/service/metrics.ts').matchAll(/(?:name: |\w+\()'(canopy_[a-z_]+)'/g)].map((m) => m[1]!));
 
 // The Kubernetes API's own OpenAPI schemas, as compiled validators of the `kubernetes-models` npm
 // package (types, required fields, enums, formats of every built-in object; unknown fields are NOT

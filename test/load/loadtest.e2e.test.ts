@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { BurstResult } from '../../bench/load/burst.js';
 import type { RunResult } from '../../bench/load/run.js';
-import { repoRoot } from '../../bench/load/service.js';
+import { repoRoot, startService } from '../../bench/load/service.js';
 
 const run = promisify(execFile);
 const root = repoRoot();
@@ -73,6 +73,30 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
     expect(fixed!.tickLatenessMs).not.toBeNull();
     expect(fixed!.decisionSpacingMs!.p50).toBeGreaterThan(20);
     expect(fixed!.decisionSpacingMs!.p50).toBeLessThan(200);
+  }, 120_000);
+
+  test("--url: a service already running (started as an operator would) still gets its threads' rows, from its /metrics", async () => {
+    const service = await startService({ workers: 2 });
+    try {
+      const json = join(dir, 'url.json');
+      const args = [cli, '--url', service.wsUrl, '--sessions', '2', '--agents', '300', '--hz', '20', '--seconds', '2', '--warmup', '1', '--progress', '0', '--json', json];
+      const out = await run(process.execPath, args, { cwd: root, timeout: 90_000 }).catch((err: { code?: number; stdout: string; stderr: string }) => {
+        if (err.code === 1) return err;
+        throw err;
+      });
+      const [r] = (JSON.parse(readFileSync(json, 'utf8')) as { runs: RunResult[] }).runs;
+      if (process.platform !== 'linux') return; // canopy_thread_* are read from /proc
+      // Both workers by their index, from canopy_thread_cpu_seconds_total; the share and its Amdahl bound follow.
+      expect(r!.server.threads!.workerCores).toHaveLength(2);
+      expect(r!.server.threads!.mainCores).toBeGreaterThanOrEqual(0);
+      expect(r!.server.mainShare).toBeGreaterThanOrEqual(0);
+      expect(r!.server.mainShare).toBeLessThanOrEqual(1);
+      expect(r!.server.amdahl16).toBeGreaterThanOrEqual(1);
+      expect(out.stdout).toMatch(/main thread share \/ Amdahl bound on 16 cores +[\d.]+ % \/ [\d.]+×/);
+      expect(out.stdout).toMatch(/page faults\/s main \/ workers +\d+ \/ \d+/);
+    } finally {
+      await service.stop();
+    }
   }, 120_000);
 
   test('--watch 0,3: a run without and one with 3 agents watched by inspector pages, compared (--generator-gc single)', async () => {

@@ -49,6 +49,14 @@ describe('worker threads', () => {
     // Every frame went to the workers in a shared buffer, reused or new: the five ticks' at least.
     const frames = ['reused', 'allocated'].map((outcome) => Number(new RegExp(`^canopy_frame_buffers_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]));
     expect(frames[0]! + frames[1]!).toBeGreaterThanOrEqual(5);
+    // CPU by thread (Linux): the main thread, each worker by its index, and the rest; the workers ran the ticks.
+    if (process.platform === 'linux') {
+      const cpu = threadCpu(metrics);
+      expect(Object.keys(cpu).toSorted()).toEqual(['main', 'other', 'worker-0', 'worker-1']);
+      expect(cpu.main).toBeGreaterThan(0);
+      expect(cpu['worker-0']! + cpu['worker-1']!).toBeGreaterThan(0);
+      expect(metrics).toMatch(/^canopy_thread_minor_page_faults_total\{thread="worker-1"\} [1-9]/m);
+    }
     await client.close();
   });
 
@@ -106,6 +114,7 @@ describe('worker threads', () => {
     await client.request({ t: 'spawn', agents }, 'spawned');
     const first = await client.step({ tick: 1, time: 0 });
     expect(first.actions).toHaveLength(20);
+    const before = threadCpu((await http(running.base, 'GET', '/metrics')).body as string);
     const crashed = crashWorkerForTests(running.server.pool, 0);
     // Each walker's action 1 succeeds with tick 2: each starts action 2 on tick 3, whichever worker it was on.
     const d2 = await client.step({ tick: 2, time: 0.1, results: agents.map((a) => [a.id, 1, 'success']) });
@@ -116,9 +125,20 @@ describe('worker threads', () => {
     const seqs = [...((d2.actions as unknown[][] | undefined) ?? []), ...((d3.actions as unknown[][] | undefined) ?? [])].map((a) => [a[0], a[1]]);
     expect(seqs.toSorted((x, y) => Number(x[0]) - Number(y[0]))).toEqual(agents.map((a) => [a.id, 2]));
     expect(client.frames.filter((f) => f.t === 'error')).toEqual([]);
+    // The dead worker's CPU still counts for worker 0, and its replacement counts on from there.
+    if (process.platform === 'linux') {
+      const after = threadCpu((await http(running.base, 'GET', '/metrics')).body as string);
+      expect(Object.keys(after).toSorted()).toEqual(['main', 'other', 'worker-0', 'worker-1']);
+      for (const role of Object.keys(before)) expect(after[role], role).toBeGreaterThanOrEqual(before[role]!);
+    }
     await client.close();
   });
 });
+
+/** canopy_thread_cpu_seconds_total by its `thread` label. */
+function threadCpu(metrics: string): Record<string, number> {
+  return Object.fromEntries([...metrics.matchAll(/^canopy_thread_cpu_seconds_total\{thread="([^"]+)"\} (\S+)$/gm)].map((m) => [m[1]!, Number(m[2])]));
+}
 
 describe('a stuck worker', () => {
   const HANG_PLUGIN = `export default {

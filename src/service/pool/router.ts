@@ -1034,7 +1034,15 @@ export abstract class PoolRouter implements AgentPool {
   }
 
   workerStats(): WorkerStats[] {
-    return this.load.map((agents, worker) => ({ worker, agents, elu: this.elu(worker), lastTickMs: this.lastTickMs[worker]! }));
+    return this.load.map((agents, worker) => {
+      const threadId = this.threadId(worker);
+      return { worker, agents, elu: this.elu(worker), lastTickMs: this.lastTickMs[worker]!, ...(threadId !== undefined ? { threadId } : {}) };
+    });
+  }
+
+  /** Host `worker`'s thread id in the OS, where it has a thread of its own (WorkerPool). */
+  protected threadId(_worker: number): number | undefined {
+    return undefined;
   }
 
   onFrames: ((session: string, frames: WatchedFrame[]) => void) | null = null;

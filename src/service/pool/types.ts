@@ -239,6 +239,8 @@ export interface WorkerStats {
   elu: number;
   /** Duration of the worker's last tick (input applied + agents ticked), ms. */
   lastTickMs: number;
+  /** The worker thread's id in the OS (Linux), once it is ready; undefined for an inline pool or elsewhere. */
+  threadId?: number;
 }
 
 /**

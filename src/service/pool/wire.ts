@@ -317,7 +317,8 @@ export type FromHost =
   | CheckpointReply;
 
 /** Worker → router, once, after loading (not sent by the inline host). */
-export type WorkerHello = { t: 'ready'; ok: true; trees: Record<string, string> } | { t: 'ready'; ok: false; error: string };
+/** A worker's first message. `tid`: its thread's id in the OS (Linux), for the service's per-thread CPU metrics. */
+export type WorkerHello = { t: 'ready'; ok: true; trees: Record<string, string>; tid?: number } | { t: 'ready'; ok: false; error: string };
 
 /**
  * The ArrayBuffers of a tick order or reply, for postMessage's transfer list. World bytes are not listed:

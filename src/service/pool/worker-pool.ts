@@ -74,6 +74,8 @@ class HostThread {
   readonly progress: ProgressWatch;
   isReady = false;
   gone = false;
+  /** The thread's id in the OS, from its `ready` (Linux). */
+  threadId: number | undefined;
   /** A replacement still replaying its predecessor's orders (recovery.ts): crashing now loses its agents. */
   recovering = false;
   /** The request whose reply says the replay is done. */
@@ -290,6 +292,11 @@ export class WorkerPool extends PoolRouter {
     return this.eluWindows.utilization(host);
   }
 
+  protected override threadId(host: number): number | undefined {
+    const t = this.threads[host];
+    return t === undefined || t.gone ? undefined : t.threadId;
+  }
+
   private startThread(i: number): HostThread {
     const progress = newProgressBuffer();
     // The fingerprints this worker must load: a reload posted while it starts arrives after its `ready`.
@@ -308,6 +315,7 @@ export class WorkerPool extends PoolRouter {
           return;
         }
         t.isReady = true;
+        t.threadId = msg.tid;
         // Node caches the worker's loop start time in the Worker object on the first eventLoopUtilization() call,
         // an integer field turning into a double: that changes the object's hidden class and throws away every
         // optimized function that embeds it (spawn, despawn, tick through post). Take that first reading now,

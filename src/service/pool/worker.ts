@@ -9,6 +9,7 @@ import { ProgressBoard } from './progress.js';
 import { transferList, type CheckpointReply, type FromHost, type SparesOrder, type ToHost, type TreesOrder, type WorkerHello } from './wire.js';
 import { giveCheckpointMemory } from './checkpoint.js';
 import { SLICE_MS, Slicer, type Parts } from './slicer.js';
+import { ownThreadId } from './thread-cpu.js';
 
 /** The test hook's message (crashWorkerForTests): the worker dies the way a bug would kill it. */
 interface CrashOrder {
@@ -117,7 +118,8 @@ if (!loaded.ok) {
   });
   const hashes: Record<string, string> = {};
   for (const name of library.names()) hashes[name] = library.get(name)!.hash;
-  port.postMessage({ t: 'ready', ok: true, trees: hashes } satisfies WorkerHello);
+  const tid = ownThreadId();
+  port.postMessage({ t: 'ready', ok: true, trees: hashes, ...(tid !== undefined ? { tid } : {}) } satisfies WorkerHello);
 }
 
 /**
