@@ -123,9 +123,10 @@ export class ThreadCpu {
       this.seen.delete(tid);
     }
     for (const [role, c] of this.carried) add(role, c.cpuSeconds, c.minorFaults);
+    // Sums of hundredths as doubles: rounded back to the hundredths /proc counts in.
     return [...now]
       .toSorted((a, b) => roleOrder(a[0]) - roleOrder(b[0]))
-      .map(([thread, c]) => ({ thread, cpuSeconds: Math.max(0, c.cpuSeconds), minorFaults: Math.max(0, c.minorFaults) }));
+      .map(([thread, c]) => ({ thread, cpuSeconds: Math.max(0, Math.round(c.cpuSeconds * USER_HZ) / USER_HZ), minorFaults: Math.max(0, c.minorFaults) }));
   }
 
   private carry(role: string, cpuSeconds: number, minorFaults: number): void {
