@@ -74,6 +74,12 @@ export class GameServer {
   counters: GameCounters = zeroCounters();
   /** Lockstep: scheduled send → decisions received. */
   readonly latency = new LatencyHistogram();
+  /**
+   * Lockstep: the snapshot handed to the socket → its decisions received: `latency` without the generator's own
+   * lateness in starting the tick (its other game servers' work, its collector), which a game server on a machine of
+   * its own would not add.
+   */
+  readonly fromSend = new LatencyHistogram();
   /** Same as `latency`, reset at every progress line. */
   readonly recent = new LatencyHistogram();
   /** How late the generator itself started each tick against its schedule. */
@@ -226,6 +232,7 @@ export class GameServer {
           this.inFlight.delete(n);
           if (inWindow) {
             this.latency.record(now - dueAt);
+            this.fromSend.record(now - sentAt);
             c.answered++;
           }
           this.onLatency?.(dueAt, now - dueAt, now - sentAt);
@@ -285,6 +292,7 @@ export class GameServer {
     this.windowTo = to;
     this.counters = zeroCounters();
     this.latency.reset();
+    this.fromSend.reset();
     this.sendLag.reset();
     this.work.reset();
     this.spacing.reset();

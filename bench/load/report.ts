@@ -30,6 +30,7 @@ export function resultsTable(results: readonly RunResult[]): string {
   ];
   if (lockstep) {
     rows.push(row('latency p50 / p99 / p99.9 / max ms', (r) => (r.lockstepLatencyMs === null ? '-' : `${ms(r.latencyMs.p50)} / ${ms(r.latencyMs.p99)} / ${ms(r.latencyMs.p999)} / ${ms(r.latencyMs.max)}`)));
+    rows.push(row('  from hand-off to the socket p50 / p99 ms', (r) => (r.fromSendMs === null ? '-' : `${ms(r.fromSendMs.p50)} / ${ms(r.fromSendMs.p99)}`)));
     rows.push(row('snapshots: one message / staged / main thread', (r) => (r.snapshotPaths === null ? '-' : `${r.snapshotPaths.oneMessage} / ${r.snapshotPaths.staged} / ${r.snapshotPaths.mainThread}`)));
   }
   if (fixed) {

@@ -89,6 +89,11 @@ export interface RunResult {
   readonly latencyMs: Percentiles & { readonly source: string };
   /** Lockstep latency in full (null in fixed mode). */
   readonly lockstepLatencyMs: LatencySummary | null;
+  /**
+   * Lockstep: the same from each snapshot's hand-off to the socket, the generator's lateness in starting its ticks left
+   * out (null in fixed mode). The verdict stays on `latencyMs`, which counts it.
+   */
+  readonly fromSendMs: LatencySummary | null;
   /** Fixed: the service's tick lateness, and the share of ticks starting within 10 ms. */
   readonly tickLatenessMs: (Percentiles & { readonly within10ms: number }) | null;
   /** Fixed: time between consecutive decisions frames at the client (ideal: one period). */
@@ -431,6 +436,7 @@ function summarize(
     resultsPerSec: Math.round(total((g) => g.counters.results) / seconds),
     latencyMs: { p50: round(latencyMs.p50, 3), p99: round(latencyMs.p99, 3), p999: round(latencyMs.p999, 3), max: round(latencyMs.max, 3), source: latencyMs.source },
     lockstepLatencyMs: mode === 'lockstep' ? roundSummary(latency) : null,
+    fromSendMs: mode === 'lockstep' ? roundSummary(mergeHistograms(games.map((g) => g.fromSend)).summary()) : null,
     tickLatenessMs: tickLatenessMs === null ? null : { p50: round(tickLatenessMs.p50, 3), p99: round(tickLatenessMs.p99, 3), p999: round(tickLatenessMs.p999, 3), max: tickLatenessMs.max, within10ms: round(tickLatenessMs.within10ms, 5) },
     decisionSpacingMs: mode === 'fixed' ? roundSummary(mergeHistograms(games.map((g) => g.spacing)).summary()) : null,
     stalenessMs: mode === 'fixed' ? roundSummary(mergeHistograms(games.map((g) => g.staleness)).summary()) : null,

@@ -62,6 +62,11 @@ describe.skipIf(!existsSync(cli))('npm run loadtest (built)', () => {
     }
     const [lockstep, fixed] = report.runs;
     expect(lockstep!.lockstepLatencyMs!.count).toBeGreaterThan(2 * 20 * 2);
+    // The same ticks from their hand-off to the socket: each no longer than from its scheduled send.
+    expect(lockstep!.fromSendMs!.count).toBe(lockstep!.lockstepLatencyMs!.count);
+    expect(lockstep!.fromSendMs!.p99).toBeLessThanOrEqual(lockstep!.lockstepLatencyMs!.p99 * 1.01);
+    expect(out.stdout).toMatch(/from hand-off to the socket p50 \/ p99 ms +[\d.]+ \/ [\d.]+/);
+    expect(fixed!.fromSendMs).toBeNull();
     // One worker: every snapshot of the window applied and ticked in one message to it.
     expect(lockstep!.snapshotPaths).toMatchObject({ staged: 0, mainThread: 0 });
     expect(lockstep!.snapshotPaths!.oneMessage).toBeGreaterThan(2 * 20 * 2);
