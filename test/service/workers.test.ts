@@ -49,14 +49,11 @@ describe('worker threads', () => {
     // Every frame went to the workers in a shared buffer, reused or new: the five ticks' at least.
     const frames = ['reused', 'allocated'].map((outcome) => Number(new RegExp(`^canopy_frame_buffers_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(metrics)?.[1]));
     expect(frames[0]! + frames[1]!).toBeGreaterThanOrEqual(5);
-    // CPU by thread (Linux): the main thread, each worker by its index, and the rest; the workers ran the ticks.
-    if (process.platform === 'linux') {
-      const cpu = threadCpu(metrics);
-      expect(Object.keys(cpu).toSorted()).toEqual(['main', 'other', 'worker-0', 'worker-1']);
-      expect(cpu.main).toBeGreaterThan(0);
-      expect(cpu['worker-0']! + cpu['worker-1']!).toBeGreaterThan(0);
-      expect(metrics).toMatch(/^canopy_thread_minor_page_faults_total\{thread="worker-1"\} [1-9]/m);
-    }
+    // CPU by thread (read from /proc: Linux only): the main thread, each worker by its index, and the rest; the workers ran the ticks.
+    const cpu = threadCpu(metrics);
+    expect(Object.keys(cpu).toSorted()).toEqual(LINUX ? ['main', 'other', 'worker-0', 'worker-1'] : []);
+    expect(LINUX ? cpu.main! > 0 && cpu['worker-0']! + cpu['worker-1']! > 0 : true).toBe(true);
+    expect(/^canopy_thread_minor_page_faults_total\{thread="worker-1"\} [1-9]/m.test(metrics)).toBe(LINUX);
     await client.close();
   });
 
@@ -125,15 +122,15 @@ describe('worker threads', () => {
     const seqs = [...((d2.actions as unknown[][] | undefined) ?? []), ...((d3.actions as unknown[][] | undefined) ?? [])].map((a) => [a[0], a[1]]);
     expect(seqs.toSorted((x, y) => Number(x[0]) - Number(y[0]))).toEqual(agents.map((a) => [a.id, 2]));
     expect(client.frames.filter((f) => f.t === 'error')).toEqual([]);
-    // The dead worker's CPU still counts for worker 0, and its replacement counts on from there.
-    if (process.platform === 'linux') {
-      const after = threadCpu((await http(running.base, 'GET', '/metrics')).body as string);
-      expect(Object.keys(after).toSorted()).toEqual(['main', 'other', 'worker-0', 'worker-1']);
-      for (const role of Object.keys(before)) expect(after[role], role).toBeGreaterThanOrEqual(before[role]!);
-    }
+    // The dead worker's CPU still counts for worker 0, and its replacement counts on from there (Linux: /proc).
+    const after = threadCpu((await http(running.base, 'GET', '/metrics')).body as string);
+    expect(Object.keys(after).toSorted()).toEqual(LINUX ? ['main', 'other', 'worker-0', 'worker-1'] : []);
+    expect(Object.keys(before).filter((role) => !(after[role]! >= before[role]!))).toEqual([]);
     await client.close();
   });
 });
+
+const LINUX = process.platform === 'linux';
 
 /** canopy_thread_cpu_seconds_total by its `thread` label. */
 function threadCpu(metrics: string): Record<string, number> {
