@@ -140,7 +140,7 @@ export class Metrics {
           for (const t of sources.threads() ?? []) this.inc({ thread: t.thread }, read(t));
         },
       });
-    this.threadCounters = [threadCounter('canopy_thread_cpu_seconds_total', "CPU seconds (user + system) of the service's threads: `main` (sockets, protocol, routing), `worker-<i>` (trees), `other` (V8's collector and compiler helpers, libuv); Linux only", (t) => t.cpuSeconds),
+    this.threadCounters = [threadCounter('canopy_thread_cpu_seconds_total', "CPU seconds (user + system) of the service's threads: `main` (sockets, protocol, routing), `worker-<i>` (trees), `other` (V8's collector and compiler helpers, libuv, the tree-validation thread); Linux only", (t) => t.cpuSeconds),
       threadCounter('canopy_thread_minor_page_faults_total', "Minor page faults of the service's threads, by the same roles as canopy_thread_cpu_seconds_total; Linux only", (t) => t.minorFaults),
     ];
 
