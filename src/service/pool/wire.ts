@@ -316,8 +316,10 @@ export type FromHost =
   | ReadReply
   | CheckpointReply;
 
-/** Worker → router, once, after loading (not sent by the inline host). */
-/** A worker's first message. `tid`: its thread's id in the OS (Linux), for the service's per-thread CPU metrics. */
+/**
+ * Worker → router, once, after loading (not sent by the inline host). `tid`: the worker thread's id in the OS (Linux),
+ * for the service's per-thread CPU metrics.
+ */
 export type WorkerHello = { t: 'ready'; ok: true; trees: Record<string, string>; tid?: number } | { t: 'ready'; ok: false; error: string };
 
 /**
