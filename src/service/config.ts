@@ -73,6 +73,8 @@ export interface Config {
   readonly redisCheckpointMs: number;
   /** Longest a lockstep answer waits for its inputs to reach Redis, ms; 0: it does not wait (no write-ahead). */
   readonly redisWaitMs: number;
+  /** MiB of the main thread's native (malloc) heap the start command faults in at start-up (heap.ts); 0: none. */
+  readonly nativeHeapReserveMb: number;
 }
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -119,6 +121,7 @@ export function defaultConfig(): Config {
     redisLeaseMs: 5000,
     redisCheckpointMs: 2000,
     redisWaitMs: 250,
+    nativeHeapReserveMb: 96,
   };
 }
 
@@ -161,6 +164,7 @@ const SETTINGS: Readonly<Record<string, Setter>> = {
   redisLeaseMs: (raw, name) => ({ redisLeaseMs: integer(raw, name, 300, 600_000) }),
   redisCheckpointMs: (raw, name) => ({ redisCheckpointMs: integer(raw, name, 50, 600_000) }),
   redisWaitMs: (raw, name) => ({ redisWaitMs: integer(raw, name, 0, 60_000) }),
+  nativeHeapReserveMb: (raw, name) => ({ nativeHeapReserveMb: integer(raw, name, 0, 4096) }),
 };
 
 /** `resumeGraceMs` → `CANOPY_RESUME_GRACE_MS`. */

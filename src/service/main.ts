@@ -3,7 +3,7 @@
 
 import { pino } from 'pino';
 import { ConfigError, describeSettings, parseConfig, redactConfig, type Config } from './config.js';
-import { tuneHeap } from './heap.js';
+import { reserveNativeHeap, tuneHeap } from './heap.js';
 import { StartupError, createServer, type CanopyServer } from './server.js';
 
 tuneHeap();
@@ -30,6 +30,7 @@ async function main(argv: readonly string[]): Promise<void> {
     throw err;
   }
   const logger = pino({ level: config.logLevel });
+  reserveNativeHeap(config.nativeHeapReserveMb);
 
   // Signals are handled from the first moment: /healthz answers while the workers still start, so
   // an orchestrator may stop us before `listen()` resolves. A stop during start-up waits for the

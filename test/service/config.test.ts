@@ -90,6 +90,7 @@ describe('parseConfig', () => {
       CANOPY_REDIS_LEASE_MS: '3000',
       CANOPY_REDIS_CHECKPOINT_MS: '1000',
       CANOPY_REDIS_WAIT_MS: '50',
+      CANOPY_NATIVE_HEAP_RESERVE_MB: '0',
       CANOPY_SOMETHING_NEWER: 'ignored',
       PATH: '/bin',
     });
@@ -127,6 +128,7 @@ describe('parseConfig', () => {
       redisLeaseMs: 3000,
       redisCheckpointMs: 1000,
       redisWaitMs: 50,
+      nativeHeapReserveMb: 0,
     });
   });
 
@@ -194,6 +196,7 @@ describe('parseConfig', () => {
       'CANOPY_REDIS_LEASE_MS',
       'CANOPY_REDIS_CHECKPOINT_MS',
       'CANOPY_REDIS_WAIT_MS',
+      'CANOPY_NATIVE_HEAP_RESERVE_MB',
     ]);
   });
 
