@@ -23,7 +23,6 @@
 // in the old generation to die there a period or two later: the read of a row with a pair cost ~4× as much, and
 // the old generation filled with dead pairs, marked by the helper threads. Off, the workers used ~15 % less CPU at
 // 100,000 agents in fixed mode, lockstep and a game's first spawns as before (docs/capacity.md, "Round thirty").
-
 //
 // The start command also faults in part of the main thread's native heap at start-up (reserveNativeHeap). Every
 // socket read takes a new 64 KiB block from glibc's heap, freed only when a young-generation collection finds its
@@ -51,8 +50,8 @@ let reservePin: Buffer | null = null;
 /**
  * Grows the main thread's native heap by `mb` MiB and writes every page of it, then frees it with a full collection: the
  * freed blocks stay mapped under a small block kept for good, and the socket reads' blocks are then taken from them
- * without a page fault. Costs `mb` of RSS from the
- * start instead of within the first minute under load. Once per process; 0 does nothing.
+ * without a page fault. Costs `mb` of RSS from the start instead of within the first minute under load. Once per
+ * process; 0 does nothing.
  */
 export function reserveNativeHeap(mb: number): void {
   if (mb <= 0 || reservePin !== null) return;
