@@ -9,7 +9,6 @@
 // `--codecs` lists the settings compared with off: brotli, zstd (the default level) or zstd@LEVEL (e.g.
 // zstd@-2,zstd@-6: what a level costs in CPU and saves on disk).
 
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -20,6 +19,7 @@ import { zstdAvailable, type CodecChoice } from '../src/record/codec.js';
 import { loadLibrary } from '../src/service/http/trees.js';
 import { Metrics } from '../src/service/metrics.js';
 import { createAgentPool } from '../src/service/pool/index.js';
+import { readThreadStats } from '../src/service/pool/thread-cpu.js';
 import { THREAD_NAME, threadSink } from '../src/service/recording/compressor.js';
 import { SessionRecorder } from '../src/service/recording/recorder.js';
 import { Session } from '../src/service/sessions/session.js';
@@ -70,31 +70,17 @@ const dir = await mkdtemp(join(tmpdir(), 'canopy-record-cost-'));
  */
 function threadCpu(): Record<string, number> {
   const out: Record<string, number> = {};
-  let tids: string[];
-  try {
-    tids = readdirSync('/proc/self/task');
-  } catch {
-    return out;
-  }
-  for (const tid of tids) {
-    try {
-      const name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
-      const line = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      const f = line.slice(line.lastIndexOf(')') + 2).split(' ');
-      const kind = Number(tid) === process.pid ? 'main' : name === THREAD_NAME
-            ? 'record'
-            : name.startsWith('libuv-worker')
-              ? 'pool'
-              : name.startsWith('node-V8Worker')
-                ? 'v8'
-                : name === 'WorkerThread'
-                  ? 'worker'
-                  : 'other';
-      // utime + stime, in clock ticks (100 per second on Linux).
-      out[kind] = (out[kind] ?? 0) + (Number(f[11]) + Number(f[12])) * 10;
-    } catch {
-      // the thread ended meanwhile
-    }
+  for (const t of readThreadStats('self') ?? []) {
+    const kind = t.tid === process.pid ? 'main' : t.name === THREAD_NAME
+          ? 'record'
+          : t.name.startsWith('libuv-worker')
+            ? 'pool'
+            : t.name.startsWith('node-V8Worker')
+              ? 'v8'
+              : t.name === 'WorkerThread'
+                ? 'worker'
+                : 'other';
+    out[kind] = (out[kind] ?? 0) + t.cpuSeconds * 1000;
   }
   return out;
 }

@@ -18,14 +18,14 @@
 // helpers). CPU time, not wall time, so that a shared machine's load counts less (it still does: caches,
 // frequency); the report gives µs of CPU per agent-tick and the main thread's share of the process's CPU.
 
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import type { AgentId } from '../src/bt/index.js';
 import { decode, encode, encodeDecisions, parseClientFrame, parseSnapshotHead, type SnapshotMessage } from '../src/protocol/index.js';
 import { createAgentPool, frameFields, WorkerPool, type AgentPool, type Decisions } from '../src/service/pool/index.js';
+import { readThreadStats } from '../src/service/pool/thread-cpu.js';
 import { formatMachine, machineInfo } from './lib/machine.js';
 import { benchArgs } from './lib/args.js';
 
@@ -70,24 +70,13 @@ function root(): string {
 
 /** CPU seconds of this process's threads: main, workers (`WorkerThread`), the rest. */
 function threadCpu(): { main: number; workers: number; other: number } {
-  const ticksPerSec = 100;
   let main = 0;
   let w = 0;
   let other = 0;
-  for (const tid of readdirSync('/proc/self/task')) {
-    let stat: string;
-    let name: string;
-    try {
-      stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      name = readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim();
-    } catch {
-      continue;
-    }
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const cpu = (Number(f[11]) + Number(f[12])) / ticksPerSec;
-    if (Number(tid) === process.pid) main += cpu;
-    else if (name === 'WorkerThread') w += cpu;
-    else other += cpu;
+  for (const t of readThreadStats('self') ?? []) {
+    if (t.tid === process.pid) main += t.cpuSeconds;
+    else if (t.name === 'WorkerThread') w += t.cpuSeconds;
+    else other += t.cpuSeconds;
   }
   return { main, workers: w, other };
 }

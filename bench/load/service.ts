@@ -2,12 +2,12 @@
 // memory can be read from /proc and it can be restarted with another worker count), or an existing
 // service given by URL (then CPU and memory come from its /metrics: process_* and, by thread, canopy_thread_*).
 
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readThreadStats } from '../../src/service/pool/thread-cpu.js';
+import { USER_HZ, readThreadStats } from '../../src/service/pool/thread-cpu.js';
 import { fetchMetrics, parseSeries, sum, type Scrape } from './prom.js';
 
 /** CPU time and memory of the service process, every thread included. */
@@ -105,14 +105,6 @@ export function isLoopback(host: string): boolean {
   return false;
 }
 
-const clockTicks = ((): number => {
-  try {
-    const n = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-    return n > 0 ? n : 100;
-  } catch {
-    return 100;
-  }
-})();
 
 /** CPU seconds and RSS of process `pid` from /proc (Linux), every thread included. */
 export function readProc(pid: number): ProcessSample {
@@ -120,7 +112,7 @@ export function readProc(pid: number): ProcessSample {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // Fields after "pid (comm)": state is field 3, utime 14, stime 15 (1-based, proc(5)).
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / USER_HZ;
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const rss = /VmRSS:\s+(\d+) kB/.exec(status);
   const threads = readThreads(pid);
@@ -184,7 +176,7 @@ export function machineBusySeconds(): number {
     const f = line.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal
     const busy = f[0]! + f[1]! + f[2]! + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
-    return busy / clockTicks;
+    return busy / USER_HZ;
   } catch {
     return Number.NaN;
   }

@@ -5,7 +5,7 @@
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 
 /** USER_HZ, the unit of /proc's CPU times: 100 on every Linux architecture Node runs on. */
-const USER_HZ = 100;
+export const USER_HZ = 100;
 
 /** One thread's counters since it started. */
 export interface ThreadStat {
@@ -107,12 +107,12 @@ export class ThreadCpu {
       present.add(t.tid);
       const role = roleOf.get(t.tid) ?? 'other';
       const before = this.seen.get(t.tid);
-      // A thread id reused by the OS shows counters below what its previous thread had: a new thread.
-      if (before !== undefined && (before.role !== role || t.cpuSeconds < before.cpuSeconds || t.minorFaults < before.minorFaults)) {
+      if (before !== undefined) {
+        // A thread id reused by the OS shows counters below what its previous thread had: a new thread.
         const fresh = t.cpuSeconds < before.cpuSeconds || t.minorFaults < before.minorFaults;
-        this.carry(before.role, before.cpuSeconds, before.minorFaults);
+        if (fresh || before.role !== role) this.carry(before.role, before.cpuSeconds, before.minorFaults);
         // A thread that changed role starts in its new one from what it had when it changed.
-        if (!fresh) this.carry(role, -before.cpuSeconds, -before.minorFaults);
+        if (!fresh && before.role !== role) this.carry(role, -before.cpuSeconds, -before.minorFaults);
       }
       this.seen.set(t.tid, { role, cpuSeconds: t.cpuSeconds, minorFaults: t.minorFaults });
       add(role, t.cpuSeconds, t.minorFaults);
